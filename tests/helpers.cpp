@@ -144,8 +144,8 @@ json identity(std::size_t n) {
     return dense(n, n, d);
 }
 
-json bundle_json(const json& instance, const Rat& eps, const json& certs, const json& claim) {
-    return {{"format", "rankcert/1"}, {"instance", instance}, {"eps", eps.str()}, {"claim", claim}, {"certificates", certs}};
+json bundle_json(const json& instance, const Rat& eps, const std::vector<json>& certs, const json& claim) {
+    return {{"format", "rankcert/1"}, {"instance", instance}, {"eps", eps.str()}, {"claim", claim}, {"certificates", json(certs)}};
 }
 
 Bundle load(const TempDir& dir, const json& doc, const std::string& name) {

@@ -60,7 +60,7 @@ std::string f64_data(const std::vector<double>& v);
 // JSON builders.
 json dense(std::size_t r, std::size_t c, const std::vector<json>& data);
 json identity(std::size_t n);
-json bundle_json(const json& instance, const Rat& eps, const json& certs, const json& claim = json::object());
+json bundle_json(const json& instance, const Rat& eps, const std::vector<json>& certs, const json& claim = json::object());
 
 // Write a bundle into dir and load it like the command line does.
 Bundle load(const TempDir& dir, const json& doc, const std::string& name = "b.json");

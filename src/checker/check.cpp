@@ -222,9 +222,12 @@ public:
             arb_add(out, out, t.get(), prec_);
         }
     }
-    bool has_exact() const override { return !I_.is_softmax(); }
+    // Exact for rational A; and for k = 0 on softmax rows, whose error is
+    // ||A_i||_1 = 1 exactly (rows are probability vectors).
+    bool has_exact() const override { return !I_.is_softmax() || c_.rank == 0; }
     Rat exact(std::size_t i) const override {
         const std::size_t N = I_.N, k = c_.rank;
+        if (I_.is_softmax()) return Rat(1);
         Rat acc, b;
         for (std::size_t j = 0; j < N; ++j) {
             fmpq_zero(b.get());
