@@ -218,7 +218,12 @@ void set_shape(Matrix& m, const std::vector<std::uint64_t>& shape, const Where& 
 std::vector<std::uint64_t> parse_shape(const json& j, const Where& w) {
     if (!j.is_array() || j.empty() || j.size() > 2) throw InputError(w, "shape must be [n] or [rows, cols]");
     std::vector<std::uint64_t> s;
-    for (std::size_t i = 0; i < j.size(); ++i) s.push_back(parse_index(j[i], w.index(i), Limits::max_dim + 1));
+    for (std::size_t i = 0; i < j.size(); ++i) {
+        s.push_back(parse_index(j[i], w.index(i)));
+        if (s.back() > Limits::max_dim)
+            throw InputError(w.index(i), "dimension " + std::to_string(s.back()) + " exceeds the limit of " +
+                                             std::to_string(Limits::max_dim));
+    }
     return s;
 }
 

@@ -1,0 +1,150 @@
+// The command line as a user runs it: exit codes, one-line errors, folders,
+// --json and --witness.  Runs the real build/rankcert (path from the
+// RANKCERT_EXE environment variable, set by meson test).
+#include "helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <cstdlib>
+#include <sys/wait.h>
+
+using namespace rankcert;
+using namespace rankcert::test;
+
+namespace {
+
+struct Run {
+    int code;
+    std::string out, err;
+};
+
+Run cli(const TempDir& dir, const std::string& args) {
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    const std::string err_file = (dir.path / "stderr.txt").string();
+    const std::string cmd = std::string(exe) + " " + args + " 2>" + err_file;
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    std::array<char, 4096> buf;
+    std::size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+    int status = pclose(p);
+    std::ifstream e(err_file);
+    std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    REQUIRE(WIFEXITED(status));  // never a crash
+    return {WEXITSTATUS(status), out, err};
+}
+
+json good_bundle() {
+    return bundle_json({{"kind", "matrix"}, {"a", identity(3)}}, Rat(1, 2),
+                       {{{"bound", "upper"}, {"kind", "factor"}, {"rank", 3}, {"u", identity(3)}, {"w", identity(3)}},
+                        {{"bound", "lower"}, {"kind", "trivial"}, {"rank", 1}}},
+                       {{"lower", 1}, {"upper", 3}});
+}
+
+}  // namespace
+
+TEST_CASE("verify: exit codes 0, 1, 2 and >= 3 with one-line errors", "[cli]") {
+    TempDir dir;
+    dir.file("good.json", good_bundle().dump());
+    Run r = cli(dir, "verify " + (dir.path / "good.json").string());
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.find("verified") != std::string::npos);
+
+    json refuted = good_bundle();
+    refuted["eps"] = "0";
+    refuted["certificates"][0]["u"]["data"][0] = "0.9";
+    dir.file("refuted.json", refuted.dump());
+    REQUIRE(cli(dir, "verify " + (dir.path / "refuted.json").string()).code == 1);
+
+    json undecided = good_bundle();
+    undecided["claim"]["lower"] = 3;  // only rank >= 1 is certified
+    dir.file("undecided.json", undecided.dump());
+    REQUIRE(cli(dir, "verify " + (dir.path / "undecided.json").string()).code == 2);
+
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"{\"format\":", "malformed JSON"},
+        {R"({"format":"rankcert/1","instance":{"kind":"matrix","a":{"shape":[2,2],"data":[1,2,3]}},"eps":1,"certificates":[]})",
+         "instance.a.data"},
+        {R"({"format":"rankcert/1","instance":{"kind":"matrix","a":{"npy":"../x.npy","sha256":"0"}},"eps":1,"certificates":[]})",
+         "instance.a.npy"},
+    };
+    for (const auto& [text, field] : bad) {
+        dir.file("bad.json", text);
+        Run b = cli(dir, "verify " + (dir.path / "bad.json").string());
+        INFO(b.err);
+        REQUIRE(b.code >= 3);
+        REQUIRE(std::count(b.err.begin(), b.err.end(), '\n') == 1);
+        REQUIRE(b.err.find("bad.json") != std::string::npos);
+        REQUIRE(b.err.find(field) != std::string::npos);
+    }
+    // Usage errors.
+    REQUIRE(cli(dir, "verify").code >= 3);
+    REQUIRE(cli(dir, "verify /nonexistent/bundle.json").code >= 3);
+    REQUIRE(cli(dir, "frobnicate").code >= 3);
+    REQUIRE(cli(dir, "--version").out.find("rankcert ") == 0);
+}
+
+TEST_CASE("verify: a folder reports every bundle and the worst status", "[cli]") {
+    TempDir dir;
+    dir.file("sub/a.json", good_bundle().dump());
+    dir.file("b.json", good_bundle().dump());
+    dir.file("notes.json", R"({"format": "something-else"})");
+    Run r = cli(dir, "verify " + dir.path.string());
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.find("a.json") != std::string::npos);
+    REQUIRE(r.out.find("b.json") != std::string::npos);
+    REQUIRE(r.out.find("notes.json") == std::string::npos);
+    json ref = good_bundle();
+    ref["claim"]["upper"] = 2;
+    dir.file("c.json", ref.dump());
+    REQUIRE(cli(dir, "verify " + dir.path.string()).code == 2);
+    dir.file("d.json", "{broken");
+    Run worst = cli(dir, "verify " + dir.path.string());
+    REQUIRE(worst.code == 3);
+    REQUIRE(worst.out.find("b.json") != std::string::npos);  // others still checked
+}
+
+TEST_CASE("verify --json and --witness", "[cli]") {
+    TempDir dir;
+    std::string npy = npy_bytes("<f8", {3, 3}, f64_data({1, 0, 0, 0, 1, 0, 0, 0, 1}));
+    dir.file("a.npy", npy);
+    json b = good_bundle();
+    b["instance"]["a"] = {{"npy", "a.npy"}, {"sha256", sha256_hex(npy)}};
+    const std::string text = b.dump();
+    dir.file("b.json", text);
+    const std::string wpath = (dir.path / "w.json").string();
+    Run r = cli(dir, "verify --json --witness " + wpath + " " + (dir.path / "b.json").string());
+    REQUIRE(r.code == 0);
+    json j = json::parse(r.out);
+    REQUIRE(j["verdict"] == "verified");
+    REQUIRE(j["lower"] == 1);
+    REQUIRE(j["upper"] == 3);
+    REQUIRE(j["closed"] == false);
+    REQUIRE(j["certificates"].size() == 2);
+    REQUIRE(j["certificates"][0]["kind"] == "factor");
+    REQUIRE(j["certificates"][0]["verdict"] == "verified");
+    std::ifstream wf(wpath);
+    json w = json::parse(wf);
+    REQUIRE(w["format"] == "rankcert-witness/1");
+    REQUIRE(w["bundle"]["sha256"] == sha256_hex(text));
+    REQUIRE(w["sidecars"][0]["sha256"] == sha256_hex(npy));
+    REQUIRE(w["eps"] == "1/2");
+    REQUIRE(w["tool"]["name"] == "rankcert");
+    // The decisive quantity is given exactly: re-check it here.
+    const json& d = w["certificates"][0]["decisive"];
+    Rat hi = parse_rational_text(d["enclosure"][1].get<std::string>(), {});
+    REQUIRE(hi <= parse_rational_text(d["threshold"].get<std::string>(), {}));
+}
+
+TEST_CASE("show prints back what was parsed", "[cli]") {
+    TempDir dir;
+    dir.file("b.json", good_bundle().dump());
+    Run r = cli(dir, "show " + (dir.path / "b.json").string());
+    REQUIRE(r.code == 0);
+    REQUIRE(r.out.find("matrix: n = 3, N = 3") != std::string::npos);
+    REQUIRE(r.out.find("upper factor rank 3") != std::string::npos);
+    REQUIRE(r.out.find("eps         1/2") != std::string::npos);
+}
