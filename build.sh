@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One entry point for a fresh Debian 12 machine:
+#   ./build.sh          install dependencies, build, verify every bundle in certificates/
+#   ./build.sh test     install dependencies, build, run the whole test suite
+#   ./build.sh build    install dependencies and build only
+# Dependencies come from Debian by package name (docs/dependencies.md says
+# what each one is for).  Run as root, or with sudo available.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PACKAGES=(
+  g++ meson ninja-build pkg-config       # toolchain
+  libgmp-dev libmpfr-dev                 # exact integers/rationals, correctly rounded floats
+  libflint-dev libflint-arb-dev          # FLINT rationals, Arb ball arithmetic (trusted checker)
+  nlohmann-json3-dev libssl-dev          # JSON reader, SHA-256 (libcrypto)
+  libcli11-dev catch2                    # command line, tests
+)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "build.sh: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+build() {
+  if [ ! -f build/build.ninja ]; then
+    meson setup build --buildtype=release
+  fi
+  ninja -C build
+}
+
+install_deps
+build
+case "${1:-verify}" in
+  verify)
+    build/rankcert verify certificates
+    ;;
+  test)
+    set +e
+    meson test -C build --print-errorlogs --num-processes 2 | tee build/test-summary.txt
+    status=${PIPESTATUS[0]}
+    set -e
+    ok=$(awk '/^Ok:/ {print $2}' build/test-summary.txt)
+    bad=$(awk '/^(Fail|Timeout|Unexpected Pass):/ {s += $NF} END {print s + 0}' build/test-summary.txt)
+    echo "${ok:-0} passed, ${bad} failed"
+    exit "$status"
+    ;;
+  build)
+    ;;
+  *)
+    echo "usage: ./build.sh [verify|test|build]" >&2
+    exit 3
+    ;;
+esac
