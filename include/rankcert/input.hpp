@@ -30,6 +30,7 @@ struct Limits {
     static constexpr std::size_t max_number_chars = 4096;         // spelling of one number
     static constexpr long max_decimal_exponent = 4096;            // |e| in 1.5e-7
     static constexpr long max_binary_exponent = 16384;            // |p| in 0x1.8p-3
+    static constexpr std::size_t max_tail_rows = 8192;            // m of a tail certificate
 };
 
 // Where in the input a value sits: the file and a dotted field path.

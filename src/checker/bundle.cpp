@@ -185,6 +185,9 @@ Certificate parse_certificate(const json& c, const Where& w, const Instance& I, 
         need_bound(false);
         cert.kind = CertKind::tail;
         cert.rows = parse_rows(require(c, "rows", w), w.key("rows"), I.n);
+        if (cert.rows.size() > Limits::max_tail_rows)
+            throw InputError(w.key("rows"), "a tail certificate may use at most " + std::to_string(Limits::max_tail_rows) +
+                                                " rows (its Gram matrix is m x m)");
         cert.r = L.load_sparse(require(c, "r", w), w.key("r"));
         if (cert.r.rows != I.N) throw InputError(w.key("r"), "has " + std::to_string(cert.r.rows) + " rows, N = " + std::to_string(I.N));
         cert.k = parse_index(require(c, "k", w), w.key("k"));

@@ -366,6 +366,11 @@ std::string interval_text(const Endpoints& e) {
         flint_free(s);
         return out;
     };
+    if (e.lo == e.hi) {
+        // An exact value: print it exactly when it is short.
+        std::string x = e.lo.str();
+        return x.size() <= 24 ? x : "~" + approx(e.lo);
+    }
     return "[" + approx(e.lo) + ", " + approx(e.hi) + "]";
 }
 
