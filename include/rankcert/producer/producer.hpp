@@ -1,0 +1,128 @@
+// The certificate producer (UNTRUSTED).
+//
+// Everything here searches for certificates in floating point: SVD, L1
+// refits, greedy row selection, linear programs.  None of it is trusted.  The
+// producer only proposes; what it proposes is serialised as a bundle and
+// decided by the checker (rankcert_checker), which never sees these objects.
+#pragma once
+
+#include "rankcert/bundle.hpp"
+
+#include <Eigen/Dense>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rankcert::producer {
+
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+
+// A float approximation of the attention matrix (no error control).
+Mat approximate_attention(const Instance& inst);
+
+// Max-row-l1 norm of a matrix, in floating point (no error control).
+double max_row_l1(const Mat& m);
+
+// ---- upper bounds ------------------------------------------------------------
+struct FactorCandidate {
+    std::size_t k = 0;
+    Mat U, W;              // A ~ U W^T
+    double float_error = 0;  // max row l1 error in floating point
+    std::string method;      // "svd", "svd+l1", "l1-alternating"
+};
+
+struct RowInterpCandidate {
+    std::vector<std::size_t> rows;
+    Mat X;  // n x k
+    double float_error = 0;
+};
+
+struct UpperOptions {
+    double margin = 1e-9;     // relative safety margin on eps
+    int lad_iterations = 30;  // IRLS steps per row
+    int alternations = 3;     // factor refits (U then W)
+    std::function<void(const std::string&)> progress;
+};
+
+class UpperSearch {
+public:
+    UpperSearch(const Mat& A, const UpperOptions& opt);
+    // The float row error of the rank-k truncated SVD.
+    double svd_error(std::size_t k) const;
+    // The best factor of rank k found (SVD, then L1 refits of failing rows,
+    // then alternating refits) with float error <= target, or nothing.
+    std::optional<FactorCandidate> factor(std::size_t k, double target) const;
+    // A row-interpolative candidate of rank k (rows by pivoted QR).
+    std::optional<RowInterpCandidate> row_interpolative(std::size_t k, double target) const;
+    // Smallest k in [lo, hi] for which factor(k) succeeds (bisection).
+    std::optional<FactorCandidate> smallest_factor(std::size_t lo, std::size_t hi, double target) const;
+    std::size_t max_rank() const { return std::min<std::size_t>(A_.rows(), A_.cols()); }
+
+private:
+    const Mat& A_;
+    UpperOptions opt_;
+    Mat Usv_, Vsv_;  // U * S and V of the thin SVD
+    Vec sv_;
+};
+
+// min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
+Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
+
+// ---- lower bounds ------------------------------------------------------------
+struct NeumannCandidate {
+    std::vector<std::size_t> rows;
+    // R as triplets (key j, column t, value).
+    struct Entry {
+        std::size_t j, t;
+        double v;
+    };
+    std::size_t N = 0;
+    std::vector<Entry> r;
+    double float_value = 0;  // delta + eps * rho in floating point
+    std::string method;      // "inverse", "lp"
+};
+
+struct TailCandidate {
+    std::vector<std::size_t> rows;
+    std::size_t N = 0, p = 0;
+    std::vector<NeumannCandidate::Entry> r;  // R (N x p)
+    std::size_t k = 0;
+    double mu = 0;
+    Mat F;  // m x f
+    double float_slack = 0;  // ||M||_F^2 - k mu - ||F||^2 - m (eps rho)^2
+    std::string method;
+};
+
+struct LowerOptions {
+    double margin = 1e-6;        // required float slack below 1
+    std::size_t lp_max_rows = 64;  // LP refinement only for row sets up to this size
+    double lp_time_limit = 10;     // seconds per LP
+    std::function<void(const std::string&)> progress;
+};
+
+// Greedy rows/columns with R = inv(A_IJ) (column-support certificates).
+NeumannCandidate neumann_greedy(const Mat& A, double eps, const LowerOptions& opt);
+// For a row set, R minimising delta + eps * rho over all N x m matrices (LP).
+std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::vector<std::size_t>& rows,
+                                           const LowerOptions& opt);
+// Grow a row set with LP-optimised R while the condition holds.
+NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate start, const LowerOptions& opt);
+// Tail certificates: rows I, R = identity or a key partition; largest k.
+std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOptions& opt);
+
+// ---- serialisation ------------------------------------------------------------
+// Exact spelling of a double (C99 hex float, or "0").
+std::string exact_text(double x);
+// An array object: inline when small, else an .npy sidecar written to dir.
+json array_json(const Mat& m, const std::string& dir, const std::string& name, std::size_t inline_limit = 4096);
+json factor_json(const FactorCandidate& c, const std::string& dir, const std::string& stem);
+json row_interp_json(const RowInterpCandidate& c, const std::string& dir, const std::string& stem);
+json neumann_json(const NeumannCandidate& c);
+json tail_json(const TailCandidate& c, const std::string& dir, const std::string& stem);
+// Write a float64 .npy file; returns its sha256.
+std::string write_npy(const std::string& path, const Mat& m);
+
+}  // namespace rankcert::producer

@@ -1,0 +1,321 @@
+// Lower-bound search (UNTRUSTED): Neumann and tail certificates.
+//
+// neumann_greedy grows rows I and columns J with R = inv(A_IJ) (updated by
+// bordering, O(m^2) per step) while eps * ||R||_inf stays below 1.
+// neumann_lp finds, for a given row set, the R minimising delta + eps * rho by
+// a linear program (GLPK simplex) over a restricted key support; the
+// certificate condition is invariant under R -> R X, so the LP optimum is the
+// best any R on that support can do.  tail_search takes an eigendecomposition
+// of the Gram matrix of A_I R (R = identity, or a key partition that
+// aggregates mass into cells) and chooses mu, F with a safety margin.
+#include "rankcert/producer/producer.hpp"
+
+#include <Eigen/Eigenvalues>
+#include <glpk.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+namespace rankcert::producer {
+
+namespace {
+
+double inf_norm(const Mat& m) { return max_row_l1(m); }
+
+NeumannCandidate from_inverse(const Mat& A, double eps, const std::vector<std::size_t>& I,
+                              const std::vector<std::size_t>& J, const Mat& inv) {
+    NeumannCandidate c;
+    c.rows = I;
+    c.N = static_cast<std::size_t>(A.cols());
+    c.method = "inverse";
+    const double big = inv.cwiseAbs().maxCoeff();
+    for (Eigen::Index a = 0; a < inv.rows(); ++a)
+        for (Eigen::Index t = 0; t < inv.cols(); ++t)
+            if (std::abs(inv(a, t)) > 1e-15 * big) c.r.push_back({J[static_cast<std::size_t>(a)], static_cast<std::size_t>(t), inv(a, t)});
+    // Float value of delta + eps * rho with the rounded R.
+    const auto m = static_cast<Eigen::Index>(I.size());
+    Mat AR = Mat::Zero(m, m);
+    std::vector<double> rowsum(c.N, 0.0);
+    for (const auto& e : c.r) {
+        for (Eigen::Index t = 0; t < m; ++t) AR(t, static_cast<Eigen::Index>(e.t)) += A(static_cast<Eigen::Index>(I[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
+        rowsum[e.j] += std::abs(e.v);
+    }
+    double rho = c.r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
+    c.float_value = inf_norm(Mat::Identity(m, m) - AR) + eps * rho;
+    return c;
+}
+
+}  // namespace
+
+NeumannCandidate neumann_greedy(const Mat& A, double eps, const LowerOptions& opt) {
+    const auto n = A.rows(), N = A.cols();
+    struct Cand {
+        double v;
+        Eigen::Index i, j;
+    };
+    std::vector<Cand> cands;
+    const Eigen::Index per_row = std::min<Eigen::Index>(N, 4);
+    for (Eigen::Index i = 0; i < n; ++i) {
+        std::vector<Eigen::Index> idx(static_cast<std::size_t>(N));
+        std::iota(idx.begin(), idx.end(), 0);
+        std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
+                          [&](Eigen::Index a, Eigen::Index b) { return A(i, a) > A(i, b); });
+        for (Eigen::Index t = 0; t < per_row; ++t) cands.push_back({A(i, idx[static_cast<std::size_t>(t)]), i, idx[static_cast<std::size_t>(t)]});
+    }
+    std::sort(cands.begin(), cands.end(), [](const Cand& a, const Cand& b) { return a.v > b.v; });
+    std::vector<std::size_t> I, J;
+    std::vector<char> row_used(static_cast<std::size_t>(n), 0), col_used(static_cast<std::size_t>(N), 0);
+    Mat inv(0, 0);
+    const double limit = (1.0 - opt.margin) / std::max(eps, 1e-300);
+    for (const auto& c : cands) {
+        if (row_used[static_cast<std::size_t>(c.i)] || col_used[static_cast<std::size_t>(c.j)]) continue;
+        if (c.v <= eps * 0.5) break;
+        const auto m = static_cast<Eigen::Index>(I.size());
+        // Border A_IJ with row i and column j.
+        Vec b(m), cc(m);
+        for (Eigen::Index t = 0; t < m; ++t) {
+            b(t) = A(static_cast<Eigen::Index>(I[static_cast<std::size_t>(t)]), c.j);
+            cc(t) = A(c.i, static_cast<Eigen::Index>(J[static_cast<std::size_t>(t)]));
+        }
+        Vec ib = inv * b;
+        Vec ci = inv.transpose() * cc;
+        const double s = A(c.i, c.j) - cc.dot(ib);
+        if (std::abs(s) < 1e-12) continue;
+        Mat ninv(m + 1, m + 1);
+        ninv.topLeftCorner(m, m) = inv + ib * ci.transpose() / s;
+        ninv.topRightCorner(m, 1) = -ib / s;
+        ninv.bottomLeftCorner(1, m) = -ci.transpose() / s;
+        ninv(m, m) = 1 / s;
+        if (eps > 0 && inf_norm(ninv) >= limit) continue;
+        inv = std::move(ninv);
+        I.push_back(static_cast<std::size_t>(c.i));
+        J.push_back(static_cast<std::size_t>(c.j));
+        row_used[static_cast<std::size_t>(c.i)] = col_used[static_cast<std::size_t>(c.j)] = 1;
+        if (opt.progress && I.size() % 32 == 0) opt.progress("neumann greedy: " + std::to_string(I.size()) + " rows");
+    }
+    if (I.empty()) {
+        NeumannCandidate none;
+        none.N = static_cast<std::size_t>(N);
+        none.method = "inverse";
+        return none;
+    }
+    return from_inverse(A, eps, I, J, inv);
+}
+
+std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::vector<std::size_t>& rows,
+                                           const LowerOptions& opt) {
+    const auto m = static_cast<int>(rows.size());
+    if (m == 0) return std::nullopt;
+    // Key support: the keys carrying the most mass in the selected rows.
+    std::set<Eigen::Index> support;
+    const Eigen::Index per_row = std::min<Eigen::Index>(A.cols(), 8);
+    for (auto i : rows) {
+        std::vector<Eigen::Index> idx(static_cast<std::size_t>(A.cols()));
+        std::iota(idx.begin(), idx.end(), 0);
+        const auto ii = static_cast<Eigen::Index>(i);
+        std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
+                          [&](Eigen::Index a, Eigen::Index b) { return A(ii, a) > A(ii, b); });
+        for (Eigen::Index t = 0; t < per_row; ++t) support.insert(idx[static_cast<std::size_t>(t)]);
+    }
+    std::vector<Eigen::Index> S(support.begin(), support.end());
+    const int s = static_cast<int>(S.size());
+    // Columns: R (s*m, free), e (m*m, >= 0), g (s*m, >= 0), delta, rho.
+    glp_prob* lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    const int nR = s * m, nE = m * m, nG = s * m;
+    glp_add_cols(lp, nR + nE + nG + 2);
+    auto colR = [&](int a, int u) { return 1 + a * m + u; };
+    auto colE = [&](int t, int u) { return 1 + nR + t * m + u; };
+    auto colG = [&](int a, int u) { return 1 + nR + nE + a * m + u; };
+    const int colDelta = 1 + nR + nE + nG, colRho = colDelta + 1;
+    for (int c = 1; c <= nR; ++c) glp_set_col_bnds(lp, c, GLP_FR, 0, 0);
+    for (int c = nR + 1; c <= nR + nE + nG + 2; ++c) glp_set_col_bnds(lp, c, GLP_LO, 0, 0);
+    glp_set_obj_coef(lp, colDelta, 1.0);
+    glp_set_obj_coef(lp, colRho, eps);
+    std::vector<int> ia(1), ja(1);
+    std::vector<double> ar(1);
+    int row = 0;
+    auto add_row = [&](int type, double lb, double ub) {
+        ++row;
+        glp_add_rows(lp, 1);
+        glp_set_row_bnds(lp, row, type, lb, ub);
+    };
+    auto put = [&](int c, double v) {
+        ia.push_back(row);
+        ja.push_back(c);
+        ar.push_back(v);
+    };
+    for (int t = 0; t < m; ++t) {
+        const auto it = static_cast<Eigen::Index>(rows[static_cast<std::size_t>(t)]);
+        for (int u = 0; u < m; ++u) {
+            const double target = t == u ? 1.0 : 0.0;
+            // e_tu >= target - sum_a A_{i_t S_a} R_au   <=>  e + sum A R >= target
+            add_row(GLP_LO, target, 0);
+            put(colE(t, u), 1.0);
+            for (int a = 0; a < s; ++a) put(colR(a, u), A(it, S[static_cast<std::size_t>(a)]));
+            // e_tu >= sum A R - target  <=>  e - sum A R >= -target
+            add_row(GLP_LO, -target, 0);
+            put(colE(t, u), 1.0);
+            for (int a = 0; a < s; ++a) put(colR(a, u), -A(it, S[static_cast<std::size_t>(a)]));
+        }
+        add_row(GLP_UP, 0, 0);  // sum_u e_tu - delta <= 0
+        for (int u = 0; u < m; ++u) put(colE(t, u), 1.0);
+        put(colDelta, -1.0);
+    }
+    for (int a = 0; a < s; ++a) {
+        for (int u = 0; u < m; ++u) {
+            add_row(GLP_LO, 0, 0);  // g - R >= 0
+            put(colG(a, u), 1.0);
+            put(colR(a, u), -1.0);
+            add_row(GLP_LO, 0, 0);  // g + R >= 0
+            put(colG(a, u), 1.0);
+            put(colR(a, u), 1.0);
+        }
+        add_row(GLP_UP, 0, 0);  // sum_u g_au - rho <= 0
+        for (int u = 0; u < m; ++u) put(colG(a, u), 1.0);
+        put(colRho, -1.0);
+    }
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.meth = GLP_DUALP;
+    parm.tm_lim = static_cast<int>(opt.lp_time_limit * 1000);
+    int rc = glp_simplex(lp, &parm);
+    std::optional<NeumannCandidate> out;
+    if (rc == 0 && (glp_get_status(lp) == GLP_OPT || glp_get_status(lp) == GLP_FEAS)) {
+        NeumannCandidate c;
+        c.rows = rows;
+        c.N = static_cast<std::size_t>(A.cols());
+        c.method = "lp";
+        for (int a = 0; a < s; ++a)
+            for (int u = 0; u < m; ++u) {
+                double v = glp_get_col_prim(lp, colR(a, u));
+                if (std::abs(v) > 1e-13) c.r.push_back({static_cast<std::size_t>(S[static_cast<std::size_t>(a)]), static_cast<std::size_t>(u), v});
+            }
+        // Recompute the float value with the extracted R.
+        Mat AR = Mat::Zero(m, m);
+        std::vector<double> rowsum(c.N, 0.0);
+        for (const auto& e : c.r) {
+            for (int t = 0; t < m; ++t)
+                AR(t, static_cast<Eigen::Index>(e.t)) += A(static_cast<Eigen::Index>(rows[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
+            rowsum[e.j] += std::abs(e.v);
+        }
+        const double rho = c.r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
+        c.float_value = inf_norm(Mat::Identity(m, m) - AR) + eps * rho;
+        out = c;
+    }
+    glp_delete_prob(lp);
+    return out;
+}
+
+NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate best, const LowerOptions& opt) {
+    if (best.rows.size() > opt.lp_max_rows) return best;
+    const auto t0 = std::chrono::steady_clock::now();
+    // Candidate rows: not yet used, most concentrated first.
+    std::vector<std::size_t> order;
+    std::vector<char> used(static_cast<std::size_t>(A.rows()), 0);
+    for (auto r : best.rows) used[r] = 1;
+    for (Eigen::Index i = 0; i < A.rows(); ++i)
+        if (!used[static_cast<std::size_t>(i)]) order.push_back(static_cast<std::size_t>(i));
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return A.row(static_cast<Eigen::Index>(a)).maxCoeff() > A.row(static_cast<Eigen::Index>(b)).maxCoeff();
+    });
+    int failures = 0;
+    for (std::size_t cand : order) {
+        if (best.rows.size() >= opt.lp_max_rows || failures >= 12) break;
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > 4 * opt.lp_time_limit) break;
+        auto rows = best.rows;
+        rows.push_back(cand);
+        auto c = neumann_lp(A, eps, rows, opt);
+        if (c && c->float_value < 1 - opt.margin) {
+            best = *c;
+            failures = 0;
+            if (opt.progress) opt.progress("neumann LP: " + std::to_string(best.rows.size()) + " rows");
+        } else {
+            ++failures;
+        }
+    }
+    return best;
+}
+
+std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOptions& opt) {
+    const auto n = A.rows(), N = A.cols();
+    // Rows: all, or an evenly spaced subset of at most 256.
+    std::vector<std::size_t> rows;
+    const Eigen::Index step = std::max<Eigen::Index>(1, (n + 255) / 256);
+    for (Eigen::Index i = 0; i < n; i += step) rows.push_back(static_cast<std::size_t>(i));
+    const auto m = static_cast<Eigen::Index>(rows.size());
+    Mat AI(m, N);
+    for (Eigen::Index t = 0; t < m; ++t) AI.row(t) = A.row(static_cast<Eigen::Index>(rows[static_cast<std::size_t>(t)]));
+
+    std::optional<TailCandidate> best;
+    auto try_with = [&](const Mat& M, const std::vector<NeumannCandidate::Entry>& r, std::size_t p, const std::string& method) {
+        Mat G = M * M.transpose();
+        Eigen::SelfAdjointEigenSolver<Mat> es(G);
+        Vec lam = es.eigenvalues().reverse();
+        Mat V = es.eigenvectors().rowwise().reverse();
+        const double scale = std::max(lam(0), 1e-300);
+        const double margin = 1e-8 * scale;
+        const double need = static_cast<double>(m) * eps * eps * (1 + 1e-9) + 1e-12;  // rho = 1
+        // Largest k with sum_{t>k} lambda_t - k margin > need.
+        Vec tail(m + 1);
+        tail(m) = 0;
+        for (Eigen::Index t = m - 1; t >= 0; --t) tail(t) = tail(t + 1) + std::max(0.0, lam(t));
+        Eigen::Index k = -1;
+        for (Eigen::Index kk = 0; kk < m; ++kk)
+            if (tail(kk) - static_cast<double>(kk) * margin - 4 * margin > need) k = kk;
+        if (k < 0) return;
+        if (best && best->k >= static_cast<std::size_t>(k)) return;
+        TailCandidate c;
+        c.rows = rows;
+        c.N = static_cast<std::size_t>(N);
+        c.p = p;
+        c.r = r;
+        c.k = static_cast<std::size_t>(k);
+        c.mu = (k < m ? std::max(0.0, lam(k)) : 0.0) + 2 * margin;
+        c.F = Mat::Zero(m, k);
+        for (Eigen::Index t = 0; t < k; ++t) {
+            const double f2 = lam(t) - c.mu + margin;
+            if (f2 > 0) c.F.col(t) = V.col(t) * std::sqrt(f2);
+        }
+        c.float_slack = M.squaredNorm() - static_cast<double>(k) * c.mu - c.F.squaredNorm() - static_cast<double>(m) * eps * eps;
+        c.method = method;
+        if (c.float_slack > 0) best = c;
+    };
+    // R = identity: M = A_I.
+    {
+        std::vector<NeumannCandidate::Entry> r;
+        for (Eigen::Index j = 0; j < N; ++j) r.push_back({static_cast<std::size_t>(j), static_cast<std::size_t>(j), 1.0});
+        try_with(AI, r, static_cast<std::size_t>(N), "identity");
+    }
+    // R = key partition: keys grouped by the row (of the subset) where they
+    // carry most mass; cells of a partition aggregate diffuse rows.
+    {
+        std::vector<std::size_t> cell(static_cast<std::size_t>(N));
+        std::vector<int> id(static_cast<std::size_t>(m), -1);
+        std::size_t p = 0;
+        for (Eigen::Index j = 0; j < N; ++j) {
+            Eigen::Index arg;
+            AI.col(j).maxCoeff(&arg);
+            if (id[static_cast<std::size_t>(arg)] < 0) id[static_cast<std::size_t>(arg)] = static_cast<int>(p++);
+            cell[static_cast<std::size_t>(j)] = static_cast<std::size_t>(id[static_cast<std::size_t>(arg)]);
+        }
+        if (p < static_cast<std::size_t>(N)) {
+            std::vector<NeumannCandidate::Entry> r;
+            Mat M = Mat::Zero(m, static_cast<Eigen::Index>(p));
+            for (Eigen::Index j = 0; j < N; ++j) {
+                r.push_back({static_cast<std::size_t>(j), cell[static_cast<std::size_t>(j)], 1.0});
+                M.col(static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) += AI.col(j);
+            }
+            try_with(M, r, p, "partition");
+        }
+    }
+    (void)opt;
+    return best;
+}
+
+}  // namespace rankcert::producer

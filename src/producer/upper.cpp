@@ -1,0 +1,210 @@
+// Upper-bound search (UNTRUSTED): low-rank factors refitted for max row l1.
+//
+// Start from the truncated SVD (the best rank-k fit in l2), then, for rows
+// whose l1 error exceeds the target, refit the row coefficients by least
+// absolute deviations against the fixed right factor; if that is not enough,
+// alternate: refit the right factor column by column with row weights that
+// emphasise the worst rows (multiplicative weights), then the rows again.
+#include "rankcert/producer/producer.hpp"
+
+#include <Eigen/SVD>
+
+#include <algorithm>
+#include <cmath>
+
+namespace rankcert::producer {
+
+double max_row_l1(const Mat& m) {
+    if (m.cols() == 0 || m.rows() == 0) return 0;
+    return m.cwiseAbs().rowwise().sum().maxCoeff();
+}
+
+Mat approximate_attention(const Instance& I) {
+    const auto n = static_cast<Eigen::Index>(I.n), N = static_cast<Eigen::Index>(I.N);
+    Mat A(n, N);
+    if (I.kind == InstanceKind::matrix) {
+        for (Eigen::Index i = 0; i < n; ++i)
+            for (Eigen::Index j = 0; j < N; ++j) A(i, j) = fmpq_get_d(I.a(i, j).get());
+        return A;
+    }
+    Mat S(n, N);
+    if (I.kind == InstanceKind::logits) {
+        for (Eigen::Index i = 0; i < n; ++i)
+            for (Eigen::Index j = 0; j < N; ++j)
+                S(i, j) = I.logits.is_neg_inf(i, j) ? -INFINITY : fmpq_get_d(I.logits(i, j).get());
+    } else {
+        const auto d = static_cast<Eigen::Index>(I.d());
+        Mat Q(n, d), K(N, d);
+        for (Eigen::Index i = 0; i < n; ++i)
+            for (Eigen::Index t = 0; t < d; ++t) Q(i, t) = fmpq_get_d(I.q(i, t).get());
+        for (Eigen::Index j = 0; j < N; ++j)
+            for (Eigen::Index t = 0; t < d; ++t) K(j, t) = fmpq_get_d(I.k(j, t).get());
+        double scale = fmpq_get_d(I.scale.q.get());
+        if (I.scale.kind == Number::Kind::rsqrt) scale = 1 / std::sqrt(scale);
+        scale *= fmpq_get_d(I.temperature.get());
+        S = scale * Q * K.transpose();
+        for (Eigen::Index i = 0; i < n; ++i)
+            for (Eigen::Index j = 0; j < N; ++j) {
+                if (!I.key_bias.empty()) S(i, j) += fmpq_get_d(I.key_bias[j].get());
+                if (!I.allowed(i, j)) S(i, j) = -INFINITY;
+            }
+    }
+    for (Eigen::Index i = 0; i < n; ++i) {
+        const double mx = S.row(i).maxCoeff();
+        double sum = 0;
+        for (Eigen::Index j = 0; j < N; ++j) {
+            A(i, j) = std::isinf(S(i, j)) ? 0.0 : std::exp(S(i, j) - mx);
+            sum += A(i, j);
+        }
+        A.row(i) /= sum;
+    }
+    return A;
+}
+
+Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations) {
+    // IRLS for min ||a - W x||_1: weights 1 / max(|r_j|, delta).
+    const auto k = W.cols();
+    if (k == 0) return Vec(0);
+    Vec x = x0, best = x0;
+    double best_err = (a - W * x).cwiseAbs().sum();
+    double delta = std::max(1e-12, best_err / static_cast<double>(std::max<Eigen::Index>(1, W.rows())) * 1e-3);
+    for (int it = 0; it < iterations; ++it) {
+        Vec r = a - W * x;
+        Vec w = r.cwiseAbs().cwiseMax(delta).cwiseInverse();
+        Mat G = W.transpose() * w.asDiagonal() * W;
+        G.diagonal().array() += 1e-14 * (G.diagonal().array().abs().maxCoeff() + 1e-300);
+        Vec rhs = W.transpose() * w.cwiseProduct(a);
+        Vec xn = G.ldlt().solve(rhs);
+        if (!xn.allFinite()) break;
+        double e = (a - W * xn).cwiseAbs().sum();
+        x = xn;
+        if (e < best_err) {
+            best_err = e;
+            best = xn;
+        }
+        delta = std::max(delta * 0.5, 1e-15);
+    }
+    return best;
+}
+
+UpperSearch::UpperSearch(const Mat& A, const UpperOptions& opt) : A_(A), opt_(opt) {
+    Eigen::BDCSVD<Mat> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
+    sv_ = svd.singularValues();
+    Usv_ = svd.matrixU() * sv_.asDiagonal();
+    Vsv_ = svd.matrixV();
+}
+
+double UpperSearch::svd_error(std::size_t k) const {
+    const auto kk = static_cast<Eigen::Index>(k);
+    if (k == 0) return max_row_l1(A_);
+    return max_row_l1(A_ - Usv_.leftCols(kk) * Vsv_.leftCols(kk).transpose());
+}
+
+std::optional<FactorCandidate> UpperSearch::factor(std::size_t k, double target) const {
+    const auto kk = static_cast<Eigen::Index>(k);
+    const auto n = A_.rows();
+    FactorCandidate c;
+    c.k = k;
+    c.U = Usv_.leftCols(kk);
+    c.W = Vsv_.leftCols(kk);
+    c.method = "svd";
+    auto row_errors = [&]() -> Vec { return (A_ - c.U * c.W.transpose()).cwiseAbs().rowwise().sum(); };
+    Vec err = row_errors();
+    if (err.size() == 0 || err.maxCoeff() <= target) {
+        c.float_error = err.size() ? err.maxCoeff() : 0;
+        return c;
+    }
+    if (k == 0) return std::nullopt;
+    // Refit the failing rows by L1 against W.
+    auto refit_rows = [&](bool all) {
+        for (Eigen::Index i = 0; i < n; ++i) {
+            if (!all && err(i) <= target * 0.999) continue;
+            Vec u = lad_fit(c.W, A_.row(i).transpose(), c.U.row(i).transpose(), opt_.lad_iterations);
+            double e = (A_.row(i).transpose() - c.W * u).cwiseAbs().sum();
+            if (e < err(i)) {
+                c.U.row(i) = u.transpose();
+                err(i) = e;
+            }
+        }
+    };
+    refit_rows(false);
+    c.method = "svd+l1";
+    if (err.maxCoeff() <= target) {
+        c.float_error = err.maxCoeff();
+        return c;
+    }
+    // Alternate: W by row-weighted L1 per column, then all rows again.
+    Vec lambda = Vec::Ones(n);
+    for (int round = 0; round < opt_.alternations; ++round) {
+        if (opt_.progress) opt_.progress("rank " + std::to_string(k) + ": alternating refit " + std::to_string(round + 1));
+        for (Eigen::Index i = 0; i < n; ++i) lambda(i) *= std::exp(2.0 * err(i) / std::max(target, 1e-12) - 2.0);
+        lambda /= lambda.maxCoeff();
+        Mat Uw = lambda.asDiagonal() * c.U;
+        Mat Wn = c.W;
+        for (Eigen::Index j = 0; j < A_.cols(); ++j) {
+            Vec col = lambda.cwiseProduct(A_.col(j));
+            Wn.row(j) = lad_fit(Uw, col, c.W.row(j).transpose(), opt_.lad_iterations / 2).transpose();
+        }
+        Mat old_w = c.W;
+        c.W = Wn;
+        err = row_errors();
+        refit_rows(true);
+        c.method = "l1-alternating";
+        if (err.maxCoeff() <= target) {
+            c.float_error = err.maxCoeff();
+            return c;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<RowInterpCandidate> UpperSearch::row_interpolative(std::size_t k, double target) const {
+    if (k == 0 || k > max_rank()) return std::nullopt;
+    // Rows by column-pivoted QR of A^T.
+    Eigen::ColPivHouseholderQR<Mat> qr(A_.transpose());
+    RowInterpCandidate c;
+    const auto& perm = qr.colsPermutation().indices();
+    for (std::size_t t = 0; t < k; ++t) c.rows.push_back(static_cast<std::size_t>(perm(static_cast<Eigen::Index>(t))));
+    const auto kk = static_cast<Eigen::Index>(k);
+    Mat basis(A_.cols(), kk);  // columns: the selected rows of A
+    for (Eigen::Index t = 0; t < kk; ++t) basis.col(t) = A_.row(static_cast<Eigen::Index>(c.rows[t])).transpose();
+    c.X = Mat(A_.rows(), kk);
+    auto ls = basis.colPivHouseholderQr();
+    double worst = 0;
+    for (Eigen::Index i = 0; i < A_.rows(); ++i) {
+        Vec a = A_.row(i).transpose();
+        Vec x = ls.solve(a);
+        double e = (a - basis * x).cwiseAbs().sum();
+        if (e > target) {
+            x = lad_fit(basis, a, x, opt_.lad_iterations);
+            e = (a - basis * x).cwiseAbs().sum();
+        }
+        c.X.row(i) = x.transpose();
+        worst = std::max(worst, e);
+    }
+    c.float_error = worst;
+    if (worst > target) return std::nullopt;
+    return c;
+}
+
+std::optional<FactorCandidate> UpperSearch::smallest_factor(std::size_t lo, std::size_t hi, double target) const {
+    // Invariant: factor(hi) succeeds (checked first); bisection on [lo, hi].
+    auto best = factor(hi, target);
+    if (!best) return std::nullopt;
+    std::size_t a = lo, b = hi;
+    while (a < b) {
+        std::size_t mid = a + (b - a) / 2;
+        if (opt_.progress) opt_.progress("factor search: trying rank " + std::to_string(mid) + " in [" + std::to_string(a) +
+                                          ", " + std::to_string(b) + "]");
+        auto c = factor(mid, target);
+        if (c) {
+            best = c;
+            b = mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    return best;
+}
+
+}  // namespace rankcert::producer
