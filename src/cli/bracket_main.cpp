@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -90,10 +91,17 @@ int main(int argc, char** argv) {
         opt.check.threads = threads;
         opt.tail = !no_tail;
         opt.lp = !no_lp;
+        const auto start = std::chrono::steady_clock::now();
+        auto stamp = [start]() {
+            std::ostringstream o;
+            o << "[" << std::fixed << std::setprecision(1)
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] ";
+            return o.str();
+        };
         if (!quiet && isatty(STDERR_FILENO))
-            opt.progress = [](const std::string& s) { std::cerr << "\r\033[K" << s << std::flush; };
+            opt.progress = [stamp](const std::string& s) { std::cerr << "\r\033[K" << stamp() << s << std::flush; };
         else if (!quiet)
-            opt.progress = [](const std::string& s) { std::cerr << s << "\n"; };
+            opt.progress = [stamp](const std::string& s) { std::cerr << stamp() << s << "\n"; };
         json inst;
         std::string stem = name;
         if (!instance.empty()) {

@@ -234,15 +234,20 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     Session session(instance_json, opt);
     const std::uint64_t full = std::min(inst.n, inst.N);
 
-    std::vector<BracketResult> results;
+    struct State {
+        std::uint64_t L = 0, U = 0;
+        std::string lkind = "-", ukind = "-";
+        json trivial, lower, upper;
+        double seconds = 0, svd_rank = 0;
+    };
+    std::vector<State> states;
     for (const auto& eps : opt.eps) {
         const auto t0 = std::chrono::steady_clock::now();
-        BracketResult res;
-        res.eps_text = eps.text;
         const std::string stem = opt.stem + "-eps" + eps.text;
         std::vector<json> winners;
         std::uint64_t L = 0, U = full;
         std::string lkind = "-", ukind = "-";
+        State st;
 
         // ---- lower bounds ----
         const double row_mass = max_row_l1(A);
@@ -251,7 +256,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (session.check(eps, triv).verdict == Verdict::verified) {
                 L = 1;
                 lkind = "trivial";
-                winners.push_back(triv);
+                st.trivial = triv;
             }
         }
         json best_lower;
@@ -285,7 +290,6 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 }
             }
         }
-        if (!best_lower.is_null()) winners.push_back(best_lower);
 
         // ---- upper bounds ----
         const double target = eps.approx * (1 - uopt.margin) - 1e-15;
@@ -296,7 +300,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (upper.svd_error(mid) <= target) hi = mid;
             else lo = mid + 1;
         }
-        res.svd_rank = static_cast<double>(hi);
+        st.svd_rank = static_cast<double>(hi);
         json best_upper;
         if (hi <= full) {
             say(opt, "eps " + eps.text + ": factor search in [" + std::to_string(L) + ", " + std::to_string(hi) + "]");
@@ -325,32 +329,74 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 }
             }
         }
-        if (!best_upper.is_null()) winners.push_back(best_upper);
+        st.L = L;
+        st.U = U;
+        st.lkind = lkind;
+        st.ukind = ukind;
+        st.lower = best_lower;
+        st.upper = best_upper;
+        st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        states.push_back(st);
+    }
 
-        // ---- the bundle, verified from its file ----
-        const fs::path path = fs::path(opt.out_dir) / (stem + ".json");
+    // r_eps is non-increasing in eps: a lower certificate found at a larger
+    // eps, and an upper one found at a smaller eps, may hold here too.
+    for (std::size_t a = 0; a < opt.eps.size(); ++a) {
+        for (std::size_t b = 0; b < opt.eps.size(); ++b) {
+            if (a == b) continue;
+            const int c = cmp(opt.eps[b].exact, opt.eps[a].exact);
+            if (c > 0 && !states[b].lower.is_null() && states[b].L > states[a].L) {
+                if (session.check(opt.eps[a], states[b].lower).verdict == Verdict::verified) {
+                    states[a].L = states[b].L;
+                    states[a].lower = states[b].lower;
+                    states[a].lkind = states[b].lkind + " (from eps " + opt.eps[b].text + ")";
+                }
+            }
+            if (c < 0 && !states[b].upper.is_null() && states[b].U < states[a].U) {
+                if (session.check(opt.eps[a], states[b].upper).verdict == Verdict::verified) {
+                    states[a].U = states[b].U;
+                    states[a].upper = states[b].upper;
+                    states[a].ukind = states[b].ukind + " (from eps " + opt.eps[b].text + ")";
+                }
+            }
+        }
+    }
+
+    // ---- the bundles, each verified from its file ----
+    std::vector<BracketResult> results;
+    std::set<std::string> keep;
+    for (std::size_t a = 0; a < opt.eps.size(); ++a) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto& eps = opt.eps[a];
+        const State& st = states[a];
+        std::vector<json> winners;
+        for (const json* c : {&st.trivial, &st.lower, &st.upper})
+            if (!c->is_null()) winners.push_back(*c);
+        const fs::path path = fs::path(opt.out_dir) / (opt.stem + "-eps" + eps.text + ".json");
         {
             std::ofstream out(path);
-            out << session.bundle(eps, winners, {{"lower", L}, {"upper", U}}).dump(1) << "\n";
+            out << session.bundle(eps, winners, {{"lower", st.L}, {"upper", st.U}}).dump(1) << "\n";
         }
         Bundle b = load_bundle(path, path.string());
-        // Remove sidecars of candidates that did not win.
-        std::set<std::string> keep;
-        for (const auto& s : b.sidecars) keep.insert(s.path);
-        for (const auto& e : fs::directory_iterator(opt.out_dir)) {
-            const std::string f = e.path().filename().string();
-            if (f.rfind(stem + ".", 0) == 0 && e.path().extension() == ".npy" && !keep.count(f)) fs::remove(e.path());
-        }
+        for (const auto& sc : b.sidecars) keep.insert(sc.path);
         Report r = verify(b, opt.check);
+        BracketResult res;
+        res.eps_text = eps.text;
         res.bundle_path = path.string();
         res.lower = r.lower;
         res.upper = r.upper;
         res.closed = r.closed;
         res.verdict = r.verdict;
-        res.lower_kind = lkind;
-        res.upper_kind = ukind;
-        res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        res.lower_kind = st.lkind;
+        res.upper_kind = st.ukind;
+        res.svd_rank = st.svd_rank;
+        res.seconds = st.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         results.push_back(res);
+    }
+    // Remove sidecars of candidates that did not win.
+    for (const auto& e : fs::directory_iterator(opt.out_dir)) {
+        const std::string f = e.path().filename().string();
+        if (f.rfind(opt.stem + "-eps", 0) == 0 && e.path().extension() == ".npy" && !keep.count(f)) fs::remove(e.path());
     }
     return results;
 }

@@ -98,8 +98,9 @@ struct TailCandidate {
 
 struct LowerOptions {
     double margin = 1e-6;        // required float slack below 1
-    std::size_t lp_max_rows = 64;  // LP refinement only for row sets up to this size
-    double lp_time_limit = 10;     // seconds per LP
+    std::size_t lp_max_rows = 48;  // LP refinement only for row sets up to this size
+    double lp_time_limit = 3;      // seconds per LP
+    double lp_budget = 8;          // seconds of LP growth per eps
     std::function<void(const std::string&)> progress;
 };
 
