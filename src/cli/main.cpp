@@ -230,16 +230,16 @@ int run_verify(const VerifyArgs& a) {
 
 }  // namespace
 
-// `rankcert bracket ...` runs the separate producer program next to this
-// one, so that the trusted binary never links producer code.
-int exec_bracket(int argc, char** argv) {
+// `rankcert bracket|extract ...` run the separate producer program next to
+// this one, so that the trusted binary never links producer code.
+int exec_producer(int argc, char** argv) {
     std::error_code ec;
     fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    fs::path prog = (ec ? fs::path(argv[0]).parent_path() : self.parent_path()) / "rankcert-bracket";
+    fs::path prog = (ec ? fs::path(argv[0]).parent_path() : self.parent_path()) / "rankcert-produce";
     std::vector<char*> args;
     std::string p = prog.string();
     args.push_back(p.data());
-    for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+    for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
     args.push_back(nullptr);
     execv(p.c_str(), args.data());
     std::cerr << "rankcert: cannot run " << p << " (build it with ./build.sh build)\n";
@@ -247,7 +247,8 @@ int exec_bracket(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-    if (argc > 1 && std::string(argv[1]) == "bracket") return exec_bracket(argc, argv);
+    if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract"))
+        return exec_producer(argc, argv);
     try {
         CLI::App app{"rankcert: a proof checker for the low-rank complexity of softmax attention.\n"
                      "Verifies certified brackets L <= r_eps(A) <= U with exact and ball arithmetic.",
@@ -270,7 +271,10 @@ int main(int argc, char** argv) {
 
         app.add_subcommand("bracket",
                            "Find and certify brackets for an instance (runs the separate, untrusted producer "
-                           "rankcert-bracket; see rankcert bracket --help)");
+                           "rankcert-produce; see rankcert bracket --help)");
+        app.add_subcommand("extract",
+                           "Run a llama2.c checkpoint over a text and write every head's Q, K as instances "
+                           "(untrusted producer; see rankcert extract --help)");
 
         std::string show_path;
         auto* show_cmd = app.add_subcommand("show", "Print back what was parsed from a bundle (shapes, eps, certificates)");

@@ -11,6 +11,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -201,6 +202,37 @@ private:
     const BracketOptions& opt_;
 };
 
+// Round a candidate's numbers to float32 when the float re-check still
+// passes: bundles about half as large.  (The checker decides either way.)
+void compact_factor(const Mat& A, FactorCandidate& c, double target) {
+    Mat U = round_to_float32(c.U), W = round_to_float32(c.W);
+    const double e = c.k ? max_row_l1(A - U * W.transpose()) : max_row_l1(A);
+    if (e <= target) {
+        c.U = U;
+        c.W = W;
+        c.float_error = e;
+    }
+}
+
+void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin) {
+    const auto m = static_cast<Eigen::Index>(c.rows.size());
+    Mat AR = Mat::Zero(m, m);
+    std::vector<double> rowsum(c.N, 0.0);
+    auto r = c.r;
+    for (auto& e : r) {
+        e.v = static_cast<double>(static_cast<float>(e.v));
+        for (Eigen::Index t = 0; t < m; ++t)
+            AR(t, static_cast<Eigen::Index>(e.t)) += A(static_cast<Eigen::Index>(c.rows[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
+        rowsum[e.j] += std::abs(e.v);
+    }
+    const double rho = r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
+    const double v = max_row_l1(Mat::Identity(m, m) - AR) + eps * rho;
+    if (v < 1 - margin) {
+        c.r = r;
+        c.float_value = v;
+    }
+}
+
 void say(const BracketOptions& opt, const std::string& s) {
     if (opt.progress) opt.progress(s);
 }
@@ -270,7 +302,8 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                     nc = neumann_lp_grow(A, eps.approx, nc, lo);
                 }
                 if (nc.rows.size() <= L) break;
-                json cj = neumann_json(nc);
+                compact_neumann(A, eps.approx, nc, lo.margin);
+                json cj = neumann_json(nc, opt.out_dir, stem);
                 if (session.check(eps, cj).verdict == Verdict::verified) {
                     L = nc.rows.size();
                     lkind = "neumann";
@@ -306,6 +339,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             say(opt, "eps " + eps.text + ": factor search in [" + std::to_string(L) + ", " + std::to_string(hi) + "]");
             auto fc = upper.smallest_factor(std::min<std::size_t>(L, hi), hi, target);
             for (int attempt = 0; fc && attempt < 3; ++attempt) {
+                compact_factor(A, *fc, target);
                 json cj = factor_json(*fc, opt.out_dir, stem);
                 if (session.check(eps, cj).verdict == Verdict::verified) {
                     if (fc->k < U) {
@@ -375,7 +409,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         const fs::path path = fs::path(opt.out_dir) / (opt.stem + "-eps" + eps.text + ".json");
         {
             std::ofstream out(path);
-            out << session.bundle(eps, winners, {{"lower", st.L}, {"upper", st.U}}).dump(1) << "\n";
+            out << session.bundle(eps, winners, {{"lower", st.L}, {"upper", st.U}}).dump() << "\n";
         }
         Bundle b = load_bundle(path, path.string());
         for (const auto& sc : b.sidecars) keep.insert(sc.path);

@@ -19,9 +19,17 @@ std::string exact_text(double x) {
     return buf;
 }
 
-std::string write_npy(const std::string& path, const Mat& m) {
-    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
-                         std::to_string(m.cols()) + "), }";
+bool is_float32(const Mat& m) {
+    for (Eigen::Index i = 0; i < m.size(); ++i) {
+        const double v = m.data()[i];
+        if (static_cast<double>(static_cast<float>(v)) != v) return false;
+    }
+    return true;
+}
+
+std::string write_npy(const std::string& path, const Mat& m, bool f32) {
+    std::string header = std::string("{'descr': '") + (f32 ? "<f4" : "<f8") + "', 'fortran_order': False, 'shape': (" +
+                         std::to_string(m.rows()) + ", " + std::to_string(m.cols()) + "), }";
     while ((10 + header.size() + 1) % 64) header += ' ';
     header += '\n';
     std::string bytes = "\x93NUMPY";
@@ -30,13 +38,14 @@ std::string write_npy(const std::string& path, const Mat& m) {
     bytes += static_cast<char>(header.size() & 0xff);
     bytes += static_cast<char>(header.size() >> 8);
     bytes += header;
-    const std::size_t off = bytes.size();
-    bytes.resize(off + static_cast<std::size_t>(m.size()) * 8);
+    const std::size_t off = bytes.size(), isz = f32 ? 4 : 8;
+    bytes.resize(off + static_cast<std::size_t>(m.size()) * isz);
     std::size_t s = off;
     for (Eigen::Index i = 0; i < m.rows(); ++i)
-        for (Eigen::Index j = 0; j < m.cols(); ++j, s += 8) {
+        for (Eigen::Index j = 0; j < m.cols(); ++j, s += isz) {
             const double v = m(i, j);
-            std::memcpy(&bytes[s], &v, 8);  // little-endian host (x86-64, aarch64)
+            const float f = static_cast<float>(v);
+            std::memcpy(&bytes[s], f32 ? static_cast<const void*>(&f) : static_cast<const void*>(&v), isz);  // little-endian host
         }
     std::ofstream out(path, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -51,9 +60,12 @@ json array_json(const Mat& m, const std::string& dir, const std::string& name, s
             for (Eigen::Index j = 0; j < m.cols(); ++j) data.push_back(exact_text(m(i, j)));
         return {{"shape", {m.rows(), m.cols()}}, {"data", data}};
     }
-    const std::string sha = write_npy(dir + "/" + name, m);
+    // float32 when every entry is one (exact either way).
+    const std::string sha = write_npy(dir + "/" + name, m, is_float32(m));
     return {{"npy", name}, {"sha256", sha}};
 }
+
+Mat round_to_float32(const Mat& m) { return m.cast<float>().cast<double>(); }
 
 json factor_json(const FactorCandidate& c, const std::string& dir, const std::string& stem) {
     return {{"bound", "upper"},
@@ -85,12 +97,20 @@ json coo_json(std::size_t rows, std::size_t cols, const std::vector<NeumannCandi
 }
 }  // namespace
 
-json neumann_json(const NeumannCandidate& c) {
+json neumann_json(const NeumannCandidate& c, const std::string& dir, const std::string& stem) {
+    json r;
+    if (c.r.size() <= 256 || c.r.size() * 4 < c.N * c.rows.size()) {
+        r = coo_json(c.N, c.rows.size(), c.r);
+    } else {
+        Mat dense = Mat::Zero(static_cast<Eigen::Index>(c.N), static_cast<Eigen::Index>(c.rows.size()));
+        for (const auto& e : c.r) dense(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+        r = array_json(dense, dir, stem + ".neumann-r.npy", 0);
+    }
     return {{"bound", "lower"},
             {"kind", "neumann"},
             {"rank", c.rows.size()},
             {"rows", c.rows},
-            {"r", coo_json(c.N, c.rows.size(), c.r)},
+            {"r", r},
             {"producer", {{"method", c.method}, {"float_value", c.float_value}}}};
 }
 

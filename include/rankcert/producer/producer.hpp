@@ -118,12 +118,17 @@ std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOp
 // Exact spelling of a double (C99 hex float, or "0").
 std::string exact_text(double x);
 // An array object: inline when small, else an .npy sidecar written to dir.
-json array_json(const Mat& m, const std::string& dir, const std::string& name, std::size_t inline_limit = 4096);
+// (float32 .npy when every entry is a float32, else float64).
+json array_json(const Mat& m, const std::string& dir, const std::string& name, std::size_t inline_limit = 256);
 json factor_json(const FactorCandidate& c, const std::string& dir, const std::string& stem);
 json row_interp_json(const RowInterpCandidate& c, const std::string& dir, const std::string& stem);
-json neumann_json(const NeumannCandidate& c);
+json neumann_json(const NeumannCandidate& c, const std::string& dir, const std::string& stem);
 json tail_json(const TailCandidate& c, const std::string& dir, const std::string& stem);
-// Write a float64 .npy file; returns its sha256.
-std::string write_npy(const std::string& path, const Mat& m);
+// Write a float64 (or float32) .npy file; returns its sha256.
+std::string write_npy(const std::string& path, const Mat& m, bool f32 = false);
+bool is_float32(const Mat& m);
+// Entries rounded to the nearest float32 (to make bundles smaller; the
+// producer re-checks in floating point before using the rounded version).
+Mat round_to_float32(const Mat& m);
 
 }  // namespace rankcert::producer
