@@ -14,6 +14,7 @@ PACKAGES=(
   libflint-dev libflint-arb-dev          # FLINT rationals, Arb ball arithmetic (trusted checker)
   nlohmann-json3-dev libssl-dev          # JSON reader, SHA-256 (libcrypto)
   libcli11-dev catch2                    # command line, tests
+  libeigen3-dev libglpk-dev zlib1g-dev   # producer only: float linear algebra, LPs, .npz
 )
 
 install_deps() {

@@ -7,13 +7,15 @@ hex floats or .npy sidecars).  Nothing it computes is trusted; every bundle it
 writes is checked by `build/rankcert verify`.  The real producer is
 `rankcert bracket` (issue 3); this script only seeds the first bundles.
 
-usage: /usr/bin/python3 tools/make_sample_bundles.py [--data ../shared/data] [--out certificates]
+usage: /usr/bin/python3 tools/make_sample_bundles.py [--out certificates]
+(The real-head bundles under certificates/real come from tools/build_real_corpus.sh.)
 Needs Debian's python3-numpy.
 """
 import argparse
 import hashlib
 import json
 import os
+
 from fractions import Fraction
 
 import numpy as np
@@ -156,42 +158,13 @@ def gaussian_bundle(out):
                        {"description": f"random Gaussian float32 Q, K (24 x 4, seed 20261130), logits {beta} <q_i, k_j>"})
 
 
-def bert_bundles(data, out):
-    src = os.path.join(data, "berttiny-sst2")
-    folder = os.path.join(out, "berttiny")
-    os.makedirs(folder, exist_ok=True)
-    X = np.load(os.path.join(src, "embeddings_nuovo.npy"))
-    Wq, Wk = np.load(os.path.join(src, "layer0_wq.npy")), np.load(os.path.join(src, "layer0_wk.npy"))
-    bq, bk = np.load(os.path.join(src, "layer0_bq.npy")), np.load(os.path.join(src, "layer0_bk.npy"))
-    F = np.vectorize(Fraction)
-    Xf, Wqf, Wkf, bqf, bkf = (F(a.astype(object)) if a.ndim else a for a in (X, Wq, Wk, bq, bk))
-    for h in (0, 1):
-        cols = slice(64 * h, 64 * h + 64)
-        # Exact Q = X Wq + bq and K = X Wk + bk (rational; every input is a float32).
-        Qe = Xf.dot(Wqf[:, cols]) + bqf[cols]
-        Ke = Xf.dot(Wkf[:, cols]) + bkf[cols]
-        Qd = np.array(Qe, dtype=np.float64)
-        Kd = np.array(Ke, dtype=np.float64)
-        A = softmax(Qd @ Kd.T / 8)
-        inst = {"kind": "qk", "q": dense(Qe.tolist()), "k": dense(Ke.tolist()), "scale": "1/8", "mask": "none"}
-        for eps, text in ((0.1, "0.1"), (0.2, "0.2")):
-            bracket_bundle(folder, f"layer0-head{h}-nuovo-eps{text}", inst, A, eps, text,
-                           {"model": "philschmid/tiny-bert-sst2-distilled (BERT-Tiny, SST-2), MIT licence",
-                            "layer": 0, "head": h,
-                            "input": "[CLS] Nuovo Cinema Paradiso has been an incredible movie! A gem in the italian culture. [SEP]",
-                            "q": "exact X Wq + bq (X: embedding-layer output, T = 21), columns 64h..64h+63",
-                            "k": "exact X Wk + bk", "data": "data/berttiny-sst2 (see data/README.md)"})
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
-    ap.add_argument("--data", default=os.path.join(here, "..", "data"))
     ap.add_argument("--out", default=os.path.join(here, "..", "certificates"))
     a = ap.parse_args()
     identity_bundle(a.out)
     gaussian_bundle(a.out)
-    bert_bundles(a.data, a.out)
 
 
 if __name__ == "__main__":

@@ -224,6 +224,19 @@ int run_verify(const VerifyArgs& a) {
             return exit_input;
         }
         print_table(rows);
+        if (many) {
+            std::size_t counts[5] = {0, 0, 0, 0, 0}, closed = 0;
+            double secs = 0;
+            for (const auto& j : all) {
+                const std::string v = j["verdict"];
+                counts[v == "verified" ? 0 : v == "undecided" ? 1 : v == "refuted" ? 2 : 3]++;
+                if (j.contains("closed") && j["closed"].get<bool>()) ++closed;
+                if (j.contains("seconds")) secs += j["seconds"].get<double>();
+            }
+            std::cout << all.size() << " bundles: " << counts[0] << " verified, " << counts[2] << " refuted, " << counts[1]
+                      << " undecided, " << counts[3] << " input errors; " << closed << " brackets closed; "
+                      << fixed(secs, 1) << "s checking\n";
+        }
     }
     return worst;
 }

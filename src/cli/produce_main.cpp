@@ -74,6 +74,10 @@ int bracket_main(int argc, char** argv) {
     app.add_flag("--json", json_out, "Print the results as JSON");
     app.add_flag("--no-tail", no_tail, "Skip tail certificates");
     app.add_flag("--no-lp", no_lp, "Skip the LP growth of Neumann certificates");
+    double lp_budget = 4;
+    int refits = 1;
+    app.add_option("--refits", refits, "Alternating L1 refits of the factor per rank tried (default 1)");
+    app.add_option("--lp-budget", lp_budget, "Seconds of LP growth per eps (default 4)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
     app.add_option("--threads", threads, "Checker threads (default: one per core)");
@@ -94,7 +98,9 @@ int bracket_main(int argc, char** argv) {
         opt.check.max_prec = max_prec;
         opt.check.threads = threads;
         opt.tail = !no_tail;
-        opt.lp = !no_lp;
+        opt.lp = !no_lp && lp_budget > 0;
+        opt.lower.lp_budget = lp_budget;
+        opt.upper.alternations = refits;
         const auto start = std::chrono::steady_clock::now();
         auto stamp = [start]() {
             std::ostringstream o;

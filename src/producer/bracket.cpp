@@ -351,7 +351,20 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 }
                 fc = upper.factor(fc->k + 1, target * 0.999);
             }
-            // A row-interpolative certificate one rank below, if it exists.
+            // Row-interpolative certificates: greedy rows (L1 fits), and
+            // pivoted-QR rows one rank below the best so far.
+            if (U > L && U > 0) {
+                say(opt, "eps " + eps.text + ": interpolative greedy");
+                RowInterpCandidate gi = upper.greedy_row_interpolative(target);
+                if (gi.rows.size() < U) {
+                    json cj = row_interp_json(gi, opt.out_dir, stem + ".gi");
+                    if (session.check(eps, cj).verdict == Verdict::verified) {
+                        U = gi.rows.size();
+                        ukind = "row_interpolative";
+                        best_upper = cj;
+                    }
+                }
+            }
             if (U > L && U > 0) {
                 if (auto ri = upper.row_interpolative(U - 1, target)) {
                     json cj = row_interp_json(*ri, opt.out_dir, stem);

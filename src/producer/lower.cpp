@@ -235,7 +235,11 @@ NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate best
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > opt.lp_budget) break;
         auto rows = best.rows;
         rows.push_back(cand);
-        auto c = neumann_lp(A, eps, rows, opt);
+        LowerOptions o = opt;  // never run past the budget
+        o.lp_time_limit = std::min(opt.lp_time_limit,
+                                   opt.lp_budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        if (o.lp_time_limit < 0.05) break;
+        auto c = neumann_lp(A, eps, rows, o);
         if (c && c->float_value < 1 - opt.margin) {
             best = *c;
             failures = 0;

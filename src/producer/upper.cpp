@@ -187,6 +187,51 @@ std::optional<RowInterpCandidate> UpperSearch::row_interpolative(std::size_t k, 
     return c;
 }
 
+RowInterpCandidate UpperSearch::greedy_row_interpolative(double target) const {
+    // Rows in column-pivoted QR order of A^T; a row joins I when its L1 fit
+    // onto the span of the rows already in I misses the target.  Rows checked
+    // earlier stay within the target, since the span only grows.
+    Eigen::ColPivHouseholderQR<Mat> qr(A_.transpose());
+    const auto& perm = qr.colsPermutation().indices();
+    const auto n = A_.rows(), N = A_.cols();
+    RowInterpCandidate c;
+    Mat basis(N, 0);
+    std::vector<std::pair<Eigen::Index, Vec>> fits;  // row, coefficients over the basis at the time
+    double worst = 0;
+    for (Eigen::Index s = 0; s < n; ++s) {
+        const Eigen::Index i = perm(s);
+        Vec a = A_.row(i).transpose();
+        double e = a.cwiseAbs().sum();
+        Vec x = Vec::Zero(basis.cols());
+        if (basis.cols() > 0 && e > target) {
+            x = basis.colPivHouseholderQr().solve(a);
+            e = (a - basis * x).cwiseAbs().sum();
+            if (e > target) {
+                x = lad_fit(basis, a, x, opt_.lad_iterations);
+                e = (a - basis * x).cwiseAbs().sum();
+            }
+        }
+        if (e > target) {
+            c.rows.push_back(static_cast<std::size_t>(i));
+            basis.conservativeResize(N, basis.cols() + 1);
+            basis.col(basis.cols() - 1) = a;
+            x = Vec::Zero(basis.cols());
+            x(basis.cols() - 1) = 1;
+            e = 0;
+        }
+        worst = std::max(worst, e);
+        fits.emplace_back(i, x);
+        if (opt_.progress && s % 32 == 31)
+            opt_.progress("interpolative greedy: row " + std::to_string(s + 1) + "/" + std::to_string(n) + ", " +
+                          std::to_string(c.rows.size()) + " rows selected");
+    }
+    const auto k = static_cast<Eigen::Index>(c.rows.size());
+    c.X = Mat::Zero(n, k);
+    for (auto& [i, x] : fits) c.X.row(i).head(x.size()) = x.transpose();
+    c.float_error = worst;
+    return c;
+}
+
 std::optional<FactorCandidate> UpperSearch::smallest_factor(std::size_t lo, std::size_t hi, double target) const {
     // Invariant: factor(hi) succeeds (checked first); bisection on [lo, hi].
     auto best = factor(hi, target);

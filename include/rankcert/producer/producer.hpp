@@ -43,7 +43,7 @@ struct RowInterpCandidate {
 struct UpperOptions {
     double margin = 1e-9;     // relative safety margin on eps
     int lad_iterations = 30;  // IRLS steps per row
-    int alternations = 3;     // factor refits (U then W)
+    int alternations = 1;     // factor refits (U then W)
     std::function<void(const std::string&)> progress;
 };
 
@@ -57,6 +57,9 @@ public:
     std::optional<FactorCandidate> factor(std::size_t k, double target) const;
     // A row-interpolative candidate of rank k (rows by pivoted QR).
     std::optional<RowInterpCandidate> row_interpolative(std::size_t k, double target) const;
+    // Rows chosen greedily: a row joins when its L1 fit onto the rows
+    // already chosen misses the target.  Always succeeds (k <= n).
+    RowInterpCandidate greedy_row_interpolative(double target) const;
     // Smallest k in [lo, hi] for which factor(k) succeeds (bisection).
     std::optional<FactorCandidate> smallest_factor(std::size_t lo, std::size_t hi, double target) const;
     std::size_t max_rank() const { return std::min<std::size_t>(A_.rows(), A_.cols()); }
@@ -100,7 +103,7 @@ struct LowerOptions {
     double margin = 1e-6;        // required float slack below 1
     std::size_t lp_max_rows = 48;  // LP refinement only for row sets up to this size
     double lp_time_limit = 3;      // seconds per LP
-    double lp_budget = 8;          // seconds of LP growth per eps
+    double lp_budget = 4;          // seconds of LP growth per eps
     std::function<void(const std::string&)> progress;
 };
 
