@@ -78,6 +78,9 @@ Bundle parse_bundle(const json& doc, const std::filesystem::path& dir, const std
 // or malformed JSON is an InputError, never silently skipped.
 std::optional<Bundle> load_if_bundle(const std::filesystem::path& path, const std::string& display);
 
+// Read and parse a JSON document (any format); optionally its sha256.
+json read_document(const std::filesystem::path& path, const std::string& display, std::string* sha256 = nullptr);
+
 // A human-readable account of what was parsed (for `rankcert show`).
 std::string describe(const Bundle& b);
 

@@ -258,6 +258,13 @@ std::string read_bytes(const fs::path& path, const std::string& display) {
 }
 }  // namespace
 
+json read_document(const fs::path& path, const std::string& display, std::string* sha256) {
+    std::string bytes = read_bytes(path, display);
+    json doc = parse_json_text(bytes, display);
+    if (sha256) *sha256 = sha256_hex(bytes);
+    return doc;
+}
+
 std::optional<Bundle> load_if_bundle(const fs::path& path, const std::string& display) {
     std::string bytes = read_bytes(path, display);
     json doc = parse_json_text(bytes, display);

@@ -7,15 +7,18 @@
 // 3 input or usage error, 4 internal error.  A folder is walked recursively;
 // the exit status is the worst met (input error, refuted, undecided, verified).
 #include "rankcert/check.hpp"
+#include "rankcert/sweep.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <unistd.h>
 
@@ -161,21 +164,73 @@ int run_verify(const VerifyArgs& a) {
     int worst = exit_verified;
     std::vector<Row> rows;
     json all = json::array();
+    // Reports by file, so that a sweep and a folder walk check each bundle once.
+    std::map<std::string, std::pair<Report, std::string>> cache;
+    auto verify_file = [&](const fs::path& p) -> std::pair<Report, std::string> {
+        std::error_code ec;
+        const std::string key = fs::weakly_canonical(p, ec).string();
+        if (auto f = cache.find(key); f != cache.end()) return f->second;
+        Bundle b = load_bundle(p, p.string());
+        Report r = verify(b, opt);
+        return cache[key] = {r, b.sha256};
+    };
     for (const auto& it : items) {
         int code;
         try {
-            std::optional<Bundle> b;
-            if (it.from_folder) {
-                b = load_if_bundle(it.path, it.display);
-                if (!b) continue;  // not a rankcert/1 document (witness, summary)
-            } else {
-                b = load_bundle(it.path, it.display);
+            std::string sha;
+            const json doc = read_document(it.path, it.display, &sha);
+            const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
+                                           ? doc["format"].get<std::string>()
+                                           : "";
+            if (format == "rankcert-sweep/1") {
+                const auto t0 = std::chrono::steady_clock::now();
+                SweepReport sr = verify_sweep(doc, it.path.parent_path(), it.display, verify_file);
+                const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                code = exit_code(sr.verdict);
+                auto approx = [](const Endpoints& e) {
+                    if (!e.bounded) return std::string("?");
+                    std::ostringstream o;
+                    o << std::setprecision(4) << (fmpq_get_d(e.lo.get()) + fmpq_get_d(e.hi.get())) / 2;
+                    return o.str();
+                };
+                rows.push_back({it.display, "sweep", "slopes L " + approx(sr.slope_L) + ", U " + approx(sr.slope_U), "-",
+                                to_string(sr.verdict), fixed(secs, 2) + "s"});
+                json pts = json::array();
+                for (const auto& p : sr.points)
+                    pts.push_back({{"bundle", p.bundle}, {"verdict", to_string(p.verdict)}, {"lower", p.L}, {"upper", p.U},
+                                   {"detail", p.detail}});
+                auto ends = [](const Endpoints& e) {
+                    return e.bounded ? json::array({e.lo.str(), e.hi.str()}) : json::array({"-inf", "inf"});
+                };
+                all.push_back({{"sweep", it.display}, {"verdict", to_string(sr.verdict)}, {"points", pts},
+                               {"slope_L", ends(sr.slope_L)}, {"slope_U", ends(sr.slope_U)},
+                               {"fit_L", to_string(sr.fit_L)}, {"fit_U", to_string(sr.fit_U)}, {"detail", sr.detail},
+                               {"seconds", secs}});
+                if (!a.json_out && !a.quiet && (!many || sr.verdict != Verdict::verified)) {
+                    if (many) std::cout << it.display << ":\n";
+                    std::cout << "  " << sr.detail << "\n";
+                    for (const auto& p : sr.points)
+                        if (p.verdict != Verdict::verified)
+                            std::cout << "  " << p.bundle << ": " << to_string(p.verdict) << " " << p.detail << "\n";
+                }
+                if (severity(code) > severity(worst)) worst = code;
+                continue;
             }
+            if (format != "rankcert/1") {
+                if (it.from_folder) continue;  // witnesses, summaries, instances
+                throw InputError(it.display + ": format: not a rankcert/1 bundle or rankcert-sweep/1 witness");
+            }
+            std::optional<Bundle> b = parse_bundle(doc, it.path.parent_path(), it.display);
+            b->sha256 = sha;
             if (tty && !a.quiet)
                 opt.progress = [&](const std::string& s) {
                     std::cerr << "\r\033[K" << it.display << ": " << s << std::flush;
                 };
             Report r = verify(*b, opt);
+            {
+                std::error_code ec;
+                cache[fs::weakly_canonical(it.path, ec).string()] = {r, sha};
+            }
             if (tty && !a.quiet) std::cerr << "\r\033[K" << std::flush;
             code = exit_code(r.verdict);
             rows.push_back({it.display, eps_text(b->eps),
@@ -233,7 +288,7 @@ int run_verify(const VerifyArgs& a) {
                 if (j.contains("closed") && j["closed"].get<bool>()) ++closed;
                 if (j.contains("seconds")) secs += j["seconds"].get<double>();
             }
-            std::cout << all.size() << " bundles: " << counts[0] << " verified, " << counts[2] << " refuted, " << counts[1]
+            std::cout << all.size() << " files: " << counts[0] << " verified, " << counts[2] << " refuted, " << counts[1]
                       << " undecided, " << counts[3] << " input errors; " << closed << " brackets closed; "
                       << fixed(secs, 1) << "s checking\n";
         }
@@ -260,7 +315,8 @@ int exec_producer(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
-    if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract"))
+    if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract" ||
+                     std::string(argv[1]) == "construct"))
         return exec_producer(argc, argv);
     try {
         CLI::App app{"rankcert: a proof checker for the low-rank complexity of softmax attention.\n"
@@ -285,6 +341,9 @@ int main(int argc, char** argv) {
         app.add_subcommand("bracket",
                            "Find and certify brackets for an instance (runs the separate, untrusted producer "
                            "rankcert-produce; see rankcert bracket --help)");
+        app.add_subcommand("construct",
+                           "Exact sphere and ball families with certified sweeps over beta or eps "
+                           "(untrusted producer; see rankcert construct --help)");
         app.add_subcommand("extract",
                            "Run a llama2.c checkpoint over a text and write every head's Q, K as instances "
                            "(untrusted producer; see rankcert extract --help)");

@@ -239,21 +239,25 @@ void say(const BracketOptions& opt, const std::string& s) {
 
 }  // namespace
 
-std::vector<BracketResult> run_bracket(const json& instance_json, const BracketOptions& opt) {
-    // Parse the instance exactly as the checker will.
-    const fs::path probe = fs::path(opt.out_dir) / (".instance-" + opt.stem + ".json");
+Bundle parse_instance(const json& instance_json, const std::string& dir, const std::string& stem) {
+    const fs::path probe = fs::path(dir) / (".instance-" + stem + ".json");
     {
         std::ofstream out(probe);
         out << json{{"format", "rankcert/1"}, {"instance", instance_json}, {"eps", 0}, {"certificates", json::array()}}.dump();
     }
-    Bundle parsed;
     try {
-        parsed = load_bundle(probe, probe.string());
+        Bundle b = load_bundle(probe, probe.string());
+        fs::remove(probe);
+        return b;
     } catch (...) {
         fs::remove(probe);
         throw;
     }
-    fs::remove(probe);
+}
+
+std::vector<BracketResult> run_bracket(const json& instance_json, const BracketOptions& opt) {
+    // Parse the instance exactly as the checker will.
+    const Bundle parsed = parse_instance(instance_json, opt.out_dir, opt.stem);
     const Instance& inst = parsed.instance;
     say(opt, "computing a float approximation of A (" + std::to_string(inst.n) + " x " + std::to_string(inst.N) + ")");
     const Mat A = approximate_attention(inst);
@@ -291,7 +295,22 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 st.trivial = triv;
             }
         }
-        json best_lower;
+        json best_lower, best_upper;
+        for (const auto& h : opt.hints) {
+            const std::uint64_t r = h.at("rank").get<std::uint64_t>();
+            const bool is_upper = h.at("bound") == "upper";
+            if (is_upper ? r >= U : r <= L) continue;
+            if (session.check(eps, h).verdict != Verdict::verified) continue;
+            if (is_upper) {
+                U = r;
+                ukind = h.at("kind").get<std::string>();
+                best_upper = h;
+            } else {
+                L = r;
+                lkind = h.at("kind").get<std::string>();
+                best_lower = h;
+            }
+        }
         if (eps.approx < row_mass) {
             say(opt, "eps " + eps.text + ": neumann greedy");
             LowerOptions lo = lopt;
@@ -334,7 +353,6 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             else lo = mid + 1;
         }
         st.svd_rank = static_cast<double>(hi);
-        json best_upper;
         if (hi <= full) {
             say(opt, "eps " + eps.text + ": factor search in [" + std::to_string(L) + ", " + std::to_string(hi) + "]");
             auto fc = upper.smallest_factor(std::min<std::size_t>(L, hi), hi, target);
@@ -353,7 +371,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             }
             // Row-interpolative certificates: greedy rows (L1 fits), and
             // pivoted-QR rows one rank below the best so far.
-            if (U > L && U > 0) {
+            if (opt.interpolative && U > L && U > 0) {
                 say(opt, "eps " + eps.text + ": interpolative greedy");
                 RowInterpCandidate gi = upper.greedy_row_interpolative(target);
                 if (gi.rows.size() < U) {
@@ -365,7 +383,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                     }
                 }
             }
-            if (U > L && U > 0) {
+            if (opt.interpolative && U > L && U > 0) {
                 if (auto ri = upper.row_interpolative(U - 1, target)) {
                     json cj = row_interp_json(*ri, opt.out_dir, stem);
                     if (session.check(eps, cj).verdict == Verdict::verified) {

@@ -114,7 +114,7 @@ std::optional<FactorCandidate> UpperSearch::factor(std::size_t k, double target)
         c.float_error = err.size() ? err.maxCoeff() : 0;
         return c;
     }
-    if (k == 0) return std::nullopt;
+    if (k == 0 || !opt_.l1_refit) return std::nullopt;
     // Refit the failing rows by L1 against W.
     auto refit_rows = [&](bool all) {
         for (Eigen::Index i = 0; i < n; ++i) {

@@ -26,6 +26,10 @@ struct BracketOptions {
     UpperOptions upper;
     LowerOptions lower;
     bool tail = true;
+    bool interpolative = true;
+    // Extra candidate certificates (e.g. from a construction), offered to the
+    // checker before the search; the best verified ones compete as usual.
+    std::vector<json> hints;
     bool lp = true;
     std::function<void(const std::string&)> progress;
 };
@@ -45,6 +49,9 @@ struct BracketResult {
 // (whose sidecars already sit in opt.out_dir).  Each bundle written is
 // verified by the checker from its file; its claim is the certified bracket.
 std::vector<BracketResult> run_bracket(const json& instance_json, const BracketOptions& opt);
+
+// Parse an instance exactly as the checker does (via a bundle file in dir).
+Bundle parse_instance(const json& instance_json, const std::string& dir, const std::string& stem);
 
 // Parse "0.05,0.1,0.2" into exact values.
 std::vector<EpsValue> parse_eps_list(const std::string& text);

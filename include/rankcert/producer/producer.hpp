@@ -44,6 +44,7 @@ struct UpperOptions {
     double margin = 1e-9;     // relative safety margin on eps
     int lad_iterations = 30;  // IRLS steps per row
     int alternations = 1;     // factor refits (U then W)
+    bool l1_refit = true;     // refit failing rows by L1 (off: plain SVD factors)
     std::function<void(const std::string&)> progress;
 };
 

@@ -1,0 +1,49 @@
+// `rankcert construct`: the sharp-exponent families of THEORY.md section 7,
+// built exactly (rational points), with certified sweeps over beta and eps.
+//
+// UNTRUSTED producer code: it writes instances with exact rational data (the
+// checker needs no generator), proposes certificates, and records sweeps;
+// every bundle is decided by the checker, and `rankcert verify SWEEP.json`
+// re-checks every bundle and the fitted slopes.
+#pragma once
+
+#include "rankcert/producer/bracket.hpp"
+
+#include <string>
+#include <vector>
+
+namespace rankcert::producer {
+
+struct Construction {
+    std::string family;  // "sphere" or "ball"
+    int dim = 0;         // d (sphere S^{d-1}) or r (ball)
+    json instance;       // exact, inline
+    Mat queries, keys;   // float coordinates (rows), for the search only
+    double theory = 0;   // theoretical exponent of r_eps in beta
+};
+
+// n exact rational points on S^{d-1} (d = 2, 3, 4), near-uniform: inverse
+// stereographic projection of rational points.  Self-attention logits
+// beta <x_i, x_j>.
+Construction sphere(int d, std::size_t n, const std::string& beta);
+// Weighted ball in dimension r: keys and queries on the grid of spacing h in
+// the cube [-c, c]^r, c = 0.9 / sqrt(r) (inside the unit ball), key
+// log-weights -beta |y|^2 / 2: row i is the Gaussian exp(-beta |x_i - y|^2 / 2).
+Construction ball(int r, const std::string& h, const std::string& beta);
+
+// Cell-partition Neumann certificate: m well-spread query rows (farthest
+// point sampling), every key in the cell of its nearest centre; the largest m
+// whose float condition holds with margin.
+std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps,
+                                               double margin = 1e-6);
+
+struct SweepPoint {
+    std::string beta, eps;
+    std::string bundle, sha256;
+    std::uint64_t L = 0, U = 0;
+};
+
+// Least-squares slope of log(y) against log(x) (float; for reports).
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);
+
+}  // namespace rankcert::producer

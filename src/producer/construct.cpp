@@ -1,0 +1,270 @@
+// Exact sharp-exponent constructions (UNTRUSTED producer; exact output).
+//
+// Sphere: inverse stereographic projection t -> ((1 - |t|^2), 2t) / (1 + |t|^2)
+// maps rational t to rational points exactly on S^{d-1}; we round near-uniform
+// float points' stereographic coordinates to rationals with denominator 4096
+// and map back, so the points are exact and still near-uniform.
+// Ball: rational grid points and exact key log-weights -beta |y|^2 / 2.
+#include "rankcert/producer/construct.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace rankcert::producer {
+
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+Rat approx(double v, long den) {
+    return Rat(static_cast<long>(std::llround(v * static_cast<double>(den))), static_cast<unsigned long>(den));
+}
+
+// Exact point of S^{d-1} from rational stereographic coordinates t (d-1 of them).
+std::vector<Rat> from_stereo(const std::vector<Rat>& t) {
+    Rat s;
+    for (const auto& x : t) s = s + x * x;
+    std::vector<Rat> p;
+    p.push_back((Rat(1) - s) / (Rat(1) + s));
+    for (const auto& x : t) p.push_back(Rat(2) * x / (Rat(1) + s));
+    return p;
+}
+
+json rational_matrix(const std::vector<std::vector<Rat>>& rows) {
+    json data = json::array();
+    for (const auto& r : rows)
+        for (const auto& x : r) data.push_back(x.str());
+    return {{"shape", {rows.size(), rows.empty() ? 0 : rows[0].size()}}, {"data", data}};
+}
+
+Mat to_float(const std::vector<std::vector<Rat>>& rows) {
+    Mat m(static_cast<Eigen::Index>(rows.size()), rows.empty() ? 0 : static_cast<Eigen::Index>(rows[0].size()));
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        for (std::size_t j = 0; j < rows[i].size(); ++j)
+            m(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = fmpq_get_d(rows[i][j].get());
+    return m;
+}
+
+}  // namespace
+
+Construction sphere(int d, std::size_t n, const std::string& beta) {
+    if (d < 2 || d > 4) throw InputError("construct sphere: --d must be 2, 3 or 4");
+    std::vector<std::vector<double>> pts;
+    if (d == 2) {
+        for (std::size_t k = 0; k < n; ++k) {
+            const double th = -kPi + (static_cast<double>(k) + 0.5) * 2 * kPi / static_cast<double>(n);
+            pts.push_back({std::cos(th), std::sin(th)});
+        }
+    } else if (d == 3) {
+        const double golden = kPi * (3 - std::sqrt(5.0));
+        for (std::size_t k = 0; k < n; ++k) {
+            const double z = 1 - 2 * (static_cast<double>(k) + 0.5) / static_cast<double>(n);
+            const double rr = std::sqrt(std::max(0.0, 1 - z * z)), th = golden * static_cast<double>(k);
+            pts.push_back({z, rr * std::cos(th), rr * std::sin(th)});
+        }
+    } else {
+        std::mt19937_64 rng(12345);
+        std::normal_distribution<double> g;
+        for (std::size_t k = 0; k < n; ++k) {
+            std::vector<double> v(4);
+            double s = 0;
+            for (auto& x : v) { x = g(rng); s += x * x; }
+            for (auto& x : v) x /= std::sqrt(s);
+            pts.push_back(v);
+        }
+    }
+    std::vector<std::vector<Rat>> X;
+    for (const auto& p : pts) {
+        // Stereographic coordinates from the pole (-1, 0, ...).
+        std::vector<Rat> t;
+        const double den = std::max(1 + p[0], 1e-3);
+        for (int c = 1; c < d; ++c) t.push_back(approx(p[static_cast<std::size_t>(c)] / den, 4096));
+        X.push_back(from_stereo(t));
+    }
+    Construction c;
+    c.family = "sphere";
+    c.dim = d;
+    c.theory = (d - 1) / 2.0;
+    c.instance = {{"kind", "qk"}, {"q", rational_matrix(X)}, {"k", rational_matrix(X)}, {"scale", beta}, {"mask", "none"}};
+    c.queries = c.keys = to_float(X);
+    return c;
+}
+
+Construction ball(int r, const std::string& h_text, const std::string& beta_text) {
+    if (r < 1 || r > 3) throw InputError("construct ball: --r must be 1, 2 or 3");
+    const Rat h = parse_rational_text(h_text, {"--h", h_text}), beta = parse_rational_text(beta_text, {"--beta", beta_text});
+    if (h.sign() <= 0) throw InputError("construct ball: --h must be positive");
+    const double c = 0.9 / std::sqrt(static_cast<double>(r));
+    const long kmax = static_cast<long>(std::floor(c / fmpq_get_d(h.get())));
+    if (std::pow(2.0 * static_cast<double>(kmax) + 1, r) > 20000) throw InputError("construct ball: grid too fine (over 20000 points)");
+    std::vector<std::vector<Rat>> Y;
+    std::vector<long> idx(static_cast<std::size_t>(r), -kmax);
+    for (;;) {
+        std::vector<Rat> p;
+        for (long k : idx) p.push_back(Rat(k) * h);
+        Y.push_back(p);
+        std::size_t a = 0;
+        while (a < idx.size() && ++idx[a] > kmax) idx[a++] = -kmax;
+        if (a == idx.size()) break;
+    }
+    json bias = json::array();
+    for (const auto& y : Y) {
+        Rat s;
+        for (const auto& x : y) s = s + x * x;
+        bias.push_back((-(beta * s) / Rat(2)).str());
+    }
+    Construction cst;
+    cst.family = "ball";
+    cst.dim = r;
+    cst.theory = r / 2.0;
+    cst.instance = {{"kind", "qk"},
+                    {"q", rational_matrix(Y)},
+                    {"k", rational_matrix(Y)},
+                    {"scale", beta_text},
+                    {"key_bias", {{"shape", {Y.size()}}, {"data", bias}}},
+                    {"mask", "none"}};
+    cst.queries = cst.keys = to_float(Y);
+    return cst;
+}
+
+std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps, double margin) {
+    const auto n = A.rows(), N = A.cols();
+    // Farthest-point order of the queries.
+    std::vector<Eigen::Index> order{0};
+    Vec dist = (queries.rowwise() - queries.row(0)).rowwise().squaredNorm();
+    while (static_cast<Eigen::Index>(order.size()) < n) {
+        Eigen::Index far;
+        dist.maxCoeff(&far);
+        if (dist(far) <= 0) break;
+        order.push_back(far);
+        dist = dist.cwiseMin((queries.rowwise() - queries.row(far)).rowwise().squaredNorm());
+    }
+    auto nearest = [](const Mat& pts, Eigen::Index row, const std::vector<Eigen::Index>& centres, const Mat& cpts) {
+        double best = INFINITY;
+        std::size_t arg = 0;
+        for (std::size_t t = 0; t < centres.size(); ++t) {
+            const double dd = (pts.row(row) - cpts.row(centres[t])).squaredNorm();
+            if (dd < best) { best = dd; arg = t; }
+        }
+        return arg;
+    };
+    auto kmeans_centres = [&](std::size_t m) {
+        // Centres: the farthest-point prefix, evened out by Lloyd's k-means
+        // on the query points, then snapped to the nearest distinct queries.
+        Mat C(static_cast<Eigen::Index>(m), queries.cols());
+        for (std::size_t t = 0; t < m; ++t) C.row(static_cast<Eigen::Index>(t)) = queries.row(order[t]);
+        for (int it = 0; it < 25; ++it) {
+            Mat sum = Mat::Zero(C.rows(), C.cols());
+            Vec cnt = Vec::Zero(C.rows());
+            for (Eigen::Index i = 0; i < n; ++i) {
+                Eigen::Index t;
+                (C.rowwise() - queries.row(i)).rowwise().squaredNorm().minCoeff(&t);
+                sum.row(t) += queries.row(i);
+                cnt(t) += 1;
+            }
+            for (Eigen::Index t = 0; t < C.rows(); ++t)
+                if (cnt(t) > 0) C.row(t) = sum.row(t) / cnt(t);
+        }
+        std::vector<Eigen::Index> centres;
+        std::vector<char> taken(static_cast<std::size_t>(n), 0);
+        for (Eigen::Index t = 0; t < C.rows(); ++t) {
+            Vec d2 = (queries.rowwise() - C.row(t)).rowwise().squaredNorm();
+            for (Eigen::Index i = 0; i < n; ++i)
+                if (taken[static_cast<std::size_t>(i)]) d2(i) = INFINITY;
+            Eigen::Index arg;
+            d2.minCoeff(&arg);
+            taken[static_cast<std::size_t>(arg)] = 1;
+            centres.push_back(arg);
+        }
+        return centres;
+    };
+    auto check = [&](const std::vector<Eigen::Index>& centres) -> std::optional<NeumannCandidate> {
+        const std::size_t m = centres.size();
+        std::vector<std::size_t> cell(static_cast<std::size_t>(N));
+        for (Eigen::Index j = 0; j < N; ++j) cell[static_cast<std::size_t>(j)] = nearest(keys, j, centres, queries);
+        double worst = 0;
+        for (std::size_t t = 0; t < m; ++t) {
+            Vec mass = Vec::Zero(static_cast<Eigen::Index>(m));
+            for (Eigen::Index j = 0; j < N; ++j) mass(static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) += A(centres[t], j);
+            mass(static_cast<Eigen::Index>(t)) -= 1;
+            worst = std::max(worst, mass.cwiseAbs().sum());
+        }
+        if (worst + eps >= 1 - margin) return std::nullopt;
+        NeumannCandidate c;
+        c.N = static_cast<std::size_t>(N);
+        c.method = "cell-partition";
+        c.float_value = worst + eps;
+        for (std::size_t t = 0; t < m; ++t) c.rows.push_back(static_cast<std::size_t>(centres[t]));
+        for (Eigen::Index j = 0; j < N; ++j) c.r.push_back({static_cast<std::size_t>(j), cell[static_cast<std::size_t>(j)], 1.0});
+        return c;
+    };
+    auto attempt = [&](std::size_t m) { return check(kmeans_centres(m)); };
+    // Strategy B: a greedy s-separated set of queries in lexicographic order
+    // (on a grid this is an even lattice); bisection on s.
+    std::vector<Eigen::Index> lex(static_cast<std::size_t>(n));
+    std::iota(lex.begin(), lex.end(), 0);
+    std::sort(lex.begin(), lex.end(), [&](Eigen::Index p, Eigen::Index q) {
+        for (Eigen::Index c = 0; c < queries.cols(); ++c)
+            if (queries(p, c) != queries(q, c)) return queries(p, c) < queries(q, c);
+        return false;
+    });
+    auto separated = [&](double s) {
+        std::vector<Eigen::Index> centres;
+        for (Eigen::Index i : lex) {
+            bool ok = true;
+            for (Eigen::Index c : centres)
+                if ((queries.row(i) - queries.row(c)).squaredNorm() < s * s) { ok = false; break; }
+            if (ok) centres.push_back(i);
+        }
+        return centres;
+    };
+    std::optional<NeumannCandidate> best_b;
+    {
+        double lo_s = 0, hi_s = 0;
+        for (Eigen::Index i = 0; i < n; ++i) hi_s = std::max(hi_s, (queries.row(i) - queries.row(0)).norm());
+        hi_s *= 2;
+        for (int it = 0; it < 30; ++it) {
+            const double mid = (lo_s + hi_s) / 2;
+            if (auto c = check(separated(mid))) {
+                if (!best_b || c->rows.size() > best_b->rows.size()) best_b = c;
+                hi_s = mid;
+            } else {
+                lo_s = mid;
+            }
+        }
+    }
+    std::size_t lo = 1, hi = order.size();
+    auto best = attempt(1);
+    if (!best) return std::nullopt;
+    while (lo < hi) {  // largest m that works (the condition is close to monotone)
+        std::size_t mid = lo + (hi - lo + 1) / 2;
+        if (auto c = attempt(mid)) { best = c; lo = mid; }
+        else hi = mid - 1;
+    }
+    // k-means can miss a count the bisection skipped over: scan a little
+    // further up, stopping after a run of failures.
+    for (std::size_t m = lo + 1, misses = 0; m <= order.size() && misses < 4 + lo / 8; ++m) {
+        if (auto c = attempt(m)) { best = c; misses = 0; }
+        else ++misses;
+    }
+    if (best_b && best_b->rows.size() > best->rows.size()) return best_b;
+    return best;
+}
+
+double loglog_slope(const std::vector<double>& x, const std::vector<double>& y) {
+    const std::size_t n = x.size();
+    double mx = 0, my = 0;
+    for (std::size_t i = 0; i < n; ++i) { mx += std::log(x[i]); my += std::log(y[i]); }
+    mx /= static_cast<double>(n);
+    my /= static_cast<double>(n);
+    double sxy = 0, sxx = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        sxy += (std::log(x[i]) - mx) * (std::log(y[i]) - my);
+        sxx += (std::log(x[i]) - mx) * (std::log(x[i]) - mx);
+    }
+    return sxx > 0 ? sxy / sxx : 0;
+}
+
+}  // namespace rankcert::producer
