@@ -355,9 +355,9 @@ void sweep_svg(const std::string& path, const std::string& title, const std::vec
     const double ya = U[b] * std::exp(theory * (std::log(x[a]) - std::log(x[b])));
     o << "<line x1=\"" << X(x[a]) << "\" y1=\"" << Y(ya) << "\" x2=\"" << X(x[b]) << "\" y2=\"" << Y(U[b])
       << "\" stroke=\"#555\" stroke-dasharray=\"6,4\"/>\n";
-    o << "<text x=\"" << W - mr - 200 << "\" y=\"" << mt + 14 << "\" fill=\"#d95f02\">certified upper U</text>\n";
-    o << "<text x=\"" << W - mr - 200 << "\" y=\"" << mt + 30 << "\" fill=\"#1b9e77\">certified lower L</text>\n";
-    o << "<text x=\"" << W - mr - 200 << "\" y=\"" << mt + 46 << "\" fill=\"#555\">theoretical slope " << theory << "</text>\n";
+    o << "<text x=\"" << ml + 10 << "\" y=\"" << mt + 14 << "\" fill=\"#d95f02\">certified upper U</text>\n";
+    o << "<text x=\"" << ml + 10 << "\" y=\"" << mt + 30 << "\" fill=\"#1b9e77\">certified lower L</text>\n";
+    o << "<text x=\"" << ml + 10 << "\" y=\"" << mt + 46 << "\" fill=\"#555\">theoretical slope " << theory << "</text>\n";
     o << "<text x=\"" << (W - ml) / 2 << "\" y=\"" << H - 10 << "\">" << xlabel << " (log scale)</text>\n</svg>\n";
     std::ofstream(path) << o.str();
 }
@@ -376,6 +376,8 @@ int construct_main(int argc, char** argv) {
     app.add_option("--d,--r", dim, "Dimension: d for the sphere S^{d-1}, r for the ball");
     app.add_option("--n", n, "Points on the sphere (default 400)");
     app.add_option("--h", h, "Grid spacing of the ball (default 1/64)");
+    long unweighted = 0;
+    app.add_option("--unweighted", unweighted, "Ball: key multiplicities round(M exp(-beta |y|^2/2)) instead of weights");
     app.add_option("--betas", betas, "Beta sweep, comma separated (e.g. 16,32,64,128)");
     app.add_option("--beta", beta, "Fixed beta for an eps sweep");
     app.add_option("--eps", eps, "eps for a beta sweep (default 0.1)");
@@ -396,7 +398,8 @@ int construct_main(int argc, char** argv) {
         if (!beta_sweep && beta.empty()) throw InputError("rankcert construct: --eps-sweep needs --beta");
         fs::create_directories(out);
         const std::vector<std::string> params = beta_sweep ? split(betas) : split(eps_sweep);
-        const std::string base = family + "-" + (family == "sphere" ? "d" : "r") + std::to_string(dim);
+        const std::string base = family + (unweighted > 0 ? "-unweighted" : "") + "-" + (family == "sphere" ? "d" : "r") +
+                                 std::to_string(dim);
         const std::string tag = base + (beta_sweep ? "-eps" + eps + "-beta-sweep" : "-beta" + beta + "-eps-sweep");
         std::vector<double> xs, Ls, Us;
         json points = json::array();
@@ -405,7 +408,7 @@ int construct_main(int argc, char** argv) {
         for (std::size_t p = 0; p < params.size(); ++p) {
             const std::string b = beta_sweep ? params[p] : beta;
             const std::string e = beta_sweep ? eps : params[p];
-            Construction c = family == "sphere" ? sphere(dim, n, b) : ball(dim, h, b);
+            Construction c = family == "sphere" ? sphere(dim, n, b) : ball(dim, h, b, unweighted);
             theory = beta_sweep ? c.theory : 2 * c.theory;  // eps sweeps: growth like eps^{-r} (ball), eps^{-(d-1)} (sphere)
             const std::string stem = base + "-beta" + b;
             BracketOptions opt;
@@ -415,14 +418,14 @@ int construct_main(int argc, char** argv) {
             opt.lp = false;
             opt.interpolative = false;
             opt.upper.alternations = 0;
-            opt.upper.l1_refit = c.queries.rows() <= 300;
+            opt.upper.l1_refit = c.queries.rows() <= 300 && c.keys.rows() <= 600;
             opt.provenance = {{"construction", c.family}, {"dimension", c.dim}, {"beta", b},
                               {"points", c.queries.rows()}, {"producer", std::string("rankcert construct ") + RANKCERT_VERSION}};
             if (c.family == "ball") opt.provenance["grid_spacing"] = h;
             Bundle parsed = parse_instance(c.instance, out, stem);
             const Mat A = approximate_attention(parsed.instance);
             for (const auto& ev : opt.eps)
-                if (auto cp = cell_partition(A, c.queries, c.keys, ev.approx)) opt.hints.push_back(neumann_json(*cp, out, stem + "-cells" + ev.text));
+                if (auto cp = cell_partition(A, c.queries, c.keys, ev.approx)) opt.hints.push_back(neumann_json(*cp, out, stem + "-eps" + ev.text + ".cells"));
             if (!quiet)
                 std::cerr << "[" << std::fixed << std::setprecision(1)
                           << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] " << stem
@@ -449,7 +452,7 @@ int construct_main(int argc, char** argv) {
         json fit_idx = json::array();
         for (std::size_t i = from; i < k; ++i) fit_idx.push_back(i);
         json sweep = {{"format", "rankcert-sweep/1"},
-                      {"family", family},
+                      {"family", unweighted > 0 ? family + "-unweighted" : family},
                       {"dimension", dim},
                       {"parameter", beta_sweep ? "beta" : "eps"},
                       {"x", beta_sweep ? "log beta" : "log(1/eps)"},

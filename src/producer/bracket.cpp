@@ -458,10 +458,15 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         res.seconds = st.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         results.push_back(res);
     }
-    // Remove sidecars of candidates that did not win.
+    // Remove sidecars of this run's candidates that did not win.
     for (const auto& e : fs::directory_iterator(opt.out_dir)) {
         const std::string f = e.path().filename().string();
-        if (f.rfind(opt.stem + "-eps", 0) == 0 && e.path().extension() == ".npy" && !keep.count(f)) fs::remove(e.path());
+        if (e.path().extension() != ".npy" || keep.count(f)) continue;
+        for (const auto& eps : opt.eps)
+            if (f.rfind(opt.stem + "-eps" + eps.text + ".", 0) == 0) {
+                fs::remove(e.path());
+                break;
+            }
     }
     return results;
 }

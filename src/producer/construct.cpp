@@ -92,7 +92,7 @@ Construction sphere(int d, std::size_t n, const std::string& beta) {
     return c;
 }
 
-Construction ball(int r, const std::string& h_text, const std::string& beta_text) {
+Construction ball(int r, const std::string& h_text, const std::string& beta_text, long multiplicity) {
     if (r < 1 || r > 3) throw InputError("construct ball: --r must be 1, 2 or 3");
     const Rat h = parse_rational_text(h_text, {"--h", h_text}), beta = parse_rational_text(beta_text, {"--beta", beta_text});
     if (h.sign() <= 0) throw InputError("construct ball: --h must be positive");
@@ -109,16 +109,37 @@ Construction ball(int r, const std::string& h_text, const std::string& beta_text
         while (a < idx.size() && ++idx[a] > kmax) idx[a++] = -kmax;
         if (a == idx.size()) break;
     }
+    Construction cst;
+    cst.dim = r;
+    cst.theory = r / 2.0;
+    if (multiplicity > 0) {
+        // Unweighted: key y repeated round(M exp(-beta |y|^2 / 2)) times in
+        // place of the log-weight.  (Merging duplicate columns is an l_inf
+        // contraction, so lower bounds for this matrix hold for the weighted
+        // one with integer weights; here the checker certifies it directly.)
+        std::vector<std::vector<Rat>> K;
+        const double b = fmpq_get_d(beta.get());
+        for (const auto& y : Y) {
+            double s = 0;
+            for (const auto& x : y) s += fmpq_get_d(x.get()) * fmpq_get_d(x.get());
+            const long m = std::lround(static_cast<double>(multiplicity) * std::exp(-b * s / 2));
+            for (long t = 0; t < m; ++t) K.push_back(y);
+        }
+        if (K.size() > 20000) throw InputError("construct ball: too many keys with these multiplicities");
+        cst.family = "ball-unweighted";
+        cst.instance = {{"kind", "qk"}, {"q", rational_matrix(Y)}, {"k", rational_matrix(K)}, {"scale", beta_text},
+                        {"mask", "none"}};
+        cst.queries = to_float(Y);
+        cst.keys = to_float(K);
+        return cst;
+    }
     json bias = json::array();
     for (const auto& y : Y) {
         Rat s;
         for (const auto& x : y) s = s + x * x;
         bias.push_back((-(beta * s) / Rat(2)).str());
     }
-    Construction cst;
     cst.family = "ball";
-    cst.dim = r;
-    cst.theory = r / 2.0;
     cst.instance = {{"kind", "qk"},
                     {"q", rational_matrix(Y)},
                     {"k", rational_matrix(Y)},

@@ -29,7 +29,9 @@ Construction sphere(int d, std::size_t n, const std::string& beta);
 // Weighted ball in dimension r: keys and queries on the grid of spacing h in
 // the cube [-c, c]^r, c = 0.9 / sqrt(r) (inside the unit ball), key
 // log-weights -beta |y|^2 / 2: row i is the Gaussian exp(-beta |x_i - y|^2 / 2).
-Construction ball(int r, const std::string& h, const std::string& beta);
+// With multiplicity M > 0: the unweighted ball, key y repeated
+// round(M exp(-beta |y|^2 / 2)) times instead of the log-weight.
+Construction ball(int r, const std::string& h, const std::string& beta, long multiplicity = 0);
 
 // Cell-partition Neumann certificate: m well-spread query rows (farthest
 // point sampling), every key in the cell of its nearest centre; the largest m

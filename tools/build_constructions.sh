@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Rebuild certificates/constructions: certified sweeps of the sharp-exponent
+# families (THEORY.md section 7) and their sweep witnesses and plots.
+# About 5 minutes on 2 cores.  usage: tools/build_constructions.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=certificates/constructions
+rc=build/rankcert
+[ -x "$rc" ] || ./build.sh build
+rm -rf "$out"
+mkdir -p "$out"
+run() { echo "+ rankcert construct $*" >&2; "$rc" construct "$@" -q; }
+# beta sweeps at eps = 0.1 (fit over the four largest beta)
+run sphere --d 2 --n 300  --betas 16,32,64,128,256,512       --eps 0.1 --fit-top 4 --out "$out/sphere-d2"
+run sphere --d 3 --n 1200 --betas 4,8,16,32,64               --eps 0.1 --fit-top 4 --out "$out/sphere-d3"
+run ball   --r 1 --h 1/128 --betas 64,128,256,512,1024,2048 --eps 0.1 --fit-top 4 --out "$out/ball-r1"
+run ball   --r 2 --h 1/32  --betas 16,32,64,128,256         --eps 0.1 --fit-top 4 --out "$out/ball-r2"
+# eps sweeps at fixed beta
+run ball   --r 1 --h 1/128 --beta 512 --eps-sweep 0.4,0.2,0.1,0.05,0.025 --fit-top 4 --out "$out/ball-r1-eps"
+run sphere --d 2 --n 300  --beta 128 --eps-sweep 0.4,0.2,0.1,0.05,0.025 --fit-top 4 --out "$out/sphere-d2-eps"
+# the unweighted ball (key multiplicities instead of weights): small beta only,
+# since it needs about e^{beta/8} keys
+run ball   --r 1 --h 1/48 --unweighted 64 --betas 2,4,8,16 --eps 0.1 --out "$out/ball-unweighted-r1"
+/usr/bin/python3 tools/constructions_table.py "$out"
