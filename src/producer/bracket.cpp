@@ -373,9 +373,15 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             // pivoted-QR rows one rank below the best so far.
             if (opt.interpolative && U > L && U > 0) {
                 say(opt, "eps " + eps.text + ": interpolative greedy");
-                RowInterpCandidate gi = upper.greedy_row_interpolative(target);
-                if (gi.rows.size() < U) {
-                    json cj = row_interp_json(gi, opt.out_dir, stem + ".gi");
+                // Seeded with the lower certificate's rows: when those rows
+                // already span every row within eps, the bracket closes.
+                std::vector<std::size_t> seed;
+                if (!best_lower.is_null() && best_lower.value("kind", "") == "neumann")
+                    seed = best_lower["rows"].get<std::vector<std::size_t>>();
+                for (const auto& s : {seed, std::vector<std::size_t>{}}) {
+                    RowInterpCandidate gi = upper.greedy_row_interpolative(target, s);
+                    if (gi.rows.size() >= U) continue;
+                    json cj = row_interp_json(gi, opt.out_dir, stem + (s.empty() ? ".gi" : ".gs"));
                     if (session.check(eps, cj).verdict == Verdict::verified) {
                         U = gi.rows.size();
                         ukind = "row_interpolative";

@@ -115,6 +115,9 @@ std::optional<FactorCandidate> UpperSearch::factor(std::size_t k, double target)
         return c;
     }
     if (k == 0 || !opt_.l1_refit) return std::nullopt;
+    // When most rows fail, the SVD basis is far from enough and L1 refits of
+    // the coefficients will not rescue it: skip the (costly) refits.
+    if ((err.array() > target).count() > std::max<Eigen::Index>(8, n / 4)) return std::nullopt;
     // Refit the failing rows by L1 against W.
     auto refit_rows = [&](bool all) {
         for (Eigen::Index i = 0; i < n; ++i) {
@@ -187,13 +190,23 @@ std::optional<RowInterpCandidate> UpperSearch::row_interpolative(std::size_t k, 
     return c;
 }
 
-RowInterpCandidate UpperSearch::greedy_row_interpolative(double target) const {
-    // Rows in column-pivoted QR order of A^T; a row joins I when its L1 fit
-    // onto the span of the rows already in I misses the target.  Rows checked
+RowInterpCandidate UpperSearch::greedy_row_interpolative(double target, const std::vector<std::size_t>& seed) const {
+    // Rows in column-pivoted QR order of A^T (after the seed rows, e.g. the
+    // rows of a lower-bound certificate); a row joins I when its L1 fit onto
+    // the span of the rows already in I misses the target.  Rows checked
     // earlier stay within the target, since the span only grows.
     Eigen::ColPivHouseholderQR<Mat> qr(A_.transpose());
-    const auto& perm = qr.colsPermutation().indices();
     const auto n = A_.rows(), N = A_.cols();
+    Eigen::VectorXi perm(n);
+    {
+        std::vector<char> used(static_cast<std::size_t>(n), 0);
+        Eigen::Index s = 0;
+        for (auto r : seed)
+            if (r < static_cast<std::size_t>(n) && !used[r]) { perm(s++) = static_cast<int>(r); used[r] = 1; }
+        const auto& qp = qr.colsPermutation().indices();
+        for (Eigen::Index t = 0; t < n; ++t)
+            if (!used[static_cast<std::size_t>(qp(t))]) perm(s++) = qp(t);
+    }
     RowInterpCandidate c;
     Mat basis(N, 0);
     std::vector<std::pair<Eigen::Index, Vec>> fits;  // row, coefficients over the basis at the time

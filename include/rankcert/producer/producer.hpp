@@ -60,7 +60,7 @@ public:
     std::optional<RowInterpCandidate> row_interpolative(std::size_t k, double target) const;
     // Rows chosen greedily: a row joins when its L1 fit onto the rows
     // already chosen misses the target.  Always succeeds (k <= n).
-    RowInterpCandidate greedy_row_interpolative(double target) const;
+    RowInterpCandidate greedy_row_interpolative(double target, const std::vector<std::size_t>& seed = {}) const;
     // Smallest k in [lo, hi] for which factor(k) succeeds (bisection).
     std::optional<FactorCandidate> smallest_factor(std::size_t lo, std::size_t hi, double target) const;
     std::size_t max_rank() const { return std::min<std::size_t>(A_.rows(), A_.cols()); }
