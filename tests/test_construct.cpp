@@ -1,0 +1,68 @@
+// rankcert construct: the constructions are exact (points on the sphere have
+// norm exactly 1, ball weights are exactly -beta |y|^2 / 2), and a sweep
+// written by construct verifies, while a tampered one is refused.
+#include "helpers.hpp"
+#include "rankcert/producer/construct.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+
+using namespace rankcert;
+using namespace rankcert::test;
+using namespace rankcert::producer;
+
+TEST_CASE("sphere points are exactly on the unit sphere", "[construct]") {
+    for (int d : {2, 3, 4}) {
+        Construction c = sphere(d, 50, "8");
+        const json& q = c.instance["q"];
+        REQUIRE(q["shape"][0] == 50);
+        REQUIRE(q["shape"][1] == d);
+        for (int i = 0; i < 50; ++i) {
+            Rat s;
+            for (int t = 0; t < d; ++t) {
+                Rat x = parse_rational(q["data"][static_cast<std::size_t>(i * d + t)], {});
+                s = s + x * x;
+            }
+            INFO("d = " << d << ", point " << i);
+            REQUIRE(s == Rat(1));
+        }
+        REQUIRE(c.instance["k"] == q);
+        REQUIRE(c.theory == Approx((d - 1) / 2.0));
+    }
+}
+
+TEST_CASE("ball weights are exactly -beta |y|^2 / 2", "[construct]") {
+    Construction c = ball(2, "1/8", "3/2");
+    const json& k = c.instance["k"];
+    const std::size_t N = k["shape"][0];
+    REQUIRE(N == 121);  // 11 x 11 grid: |k| h <= 0.9/sqrt(2) for |k| <= 5
+    for (std::size_t j = 0; j < N; ++j) {
+        Rat y0 = parse_rational(k["data"][2 * j], {}), y1 = parse_rational(k["data"][2 * j + 1], {});
+        Rat b = parse_rational(c.instance["key_bias"]["data"][j], {});
+        REQUIRE(b == -(Rat(3, 2) * (y0 * y0 + y1 * y1)) / Rat(2));
+    }
+    // The unweighted variant repeats keys instead.
+    Construction u = ball(1, "1/8", "2", 10);
+    REQUIRE(!u.instance.contains("key_bias"));
+    REQUIRE(u.instance["k"]["shape"][0].get<std::size_t>() > u.instance["q"]["shape"][0].get<std::size_t>());
+}
+
+TEST_CASE("a construct sweep verifies; a tampered witness is refused", "[construct]") {
+    TempDir dir;
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    const std::string out = (dir.path / "s").string();
+    const std::string cmd = std::string(exe) + " construct sphere --d 2 --n 40 --betas 2,4,8 --eps 0.2 --out " + out +
+                            " -q > /dev/null";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const std::string sweep = out + "/sphere-d2-eps0.2-beta-sweep.json";
+    const std::string ver = std::string(exe) + " verify --quiet " + sweep + " > /dev/null";
+    REQUIRE(std::system(ver.c_str()) == 0);
+    std::ifstream in(sweep);
+    json s = json::parse(in);
+    in.close();
+    s["fit"]["slope_U"] = {"5", "6"};
+    std::ofstream(sweep) << s.dump();
+    REQUIRE(WEXITSTATUS(std::system(ver.c_str())) == 1);
+}
