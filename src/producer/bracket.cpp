@@ -215,18 +215,9 @@ void compact_factor(const Mat& A, FactorCandidate& c, double target) {
 }
 
 void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin) {
-    const auto m = static_cast<Eigen::Index>(c.rows.size());
-    Mat AR = Mat::Zero(m, m);
-    std::vector<double> rowsum(c.N, 0.0);
     auto r = c.r;
-    for (auto& e : r) {
-        e.v = static_cast<double>(static_cast<float>(e.v));
-        for (Eigen::Index t = 0; t < m; ++t)
-            AR(t, static_cast<Eigen::Index>(e.t)) += A(static_cast<Eigen::Index>(c.rows[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
-        rowsum[e.j] += std::abs(e.v);
-    }
-    const double rho = r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
-    const double v = max_row_l1(Mat::Identity(m, m) - AR) + eps * rho;
+    for (auto& e : r) e.v = static_cast<double>(static_cast<float>(e.v));
+    const double v = neumann_float_value(A, eps, c.rows, r, c.N);
     if (v < 1 - margin) {
         c.r = r;
         c.float_value = v;

@@ -25,6 +25,25 @@ namespace {
 
 double inf_norm(const Mat& m) { return max_row_l1(m); }
 
+}  // namespace
+
+double neumann_float_value(const Mat& A, double eps, const std::vector<std::size_t>& rows,
+                           const std::vector<NeumannCandidate::Entry>& r, std::size_t N) {
+    const auto m = static_cast<Eigen::Index>(rows.size());
+    Mat AR = Mat::Zero(m, m);
+    std::vector<double> rowsum(N, 0.0);
+    for (const auto& e : r) {
+        for (Eigen::Index t = 0; t < m; ++t)
+            AR(t, static_cast<Eigen::Index>(e.t)) +=
+                A(static_cast<Eigen::Index>(rows[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
+        rowsum[e.j] += std::abs(e.v);
+    }
+    const double rho = r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
+    return inf_norm(Mat::Identity(m, m) - AR) + eps * rho;
+}
+
+namespace {
+
 NeumannCandidate from_inverse(const Mat& A, double eps, const std::vector<std::size_t>& I,
                               const std::vector<std::size_t>& J, const Mat& inv) {
     NeumannCandidate c;
@@ -35,16 +54,7 @@ NeumannCandidate from_inverse(const Mat& A, double eps, const std::vector<std::s
     for (Eigen::Index a = 0; a < inv.rows(); ++a)
         for (Eigen::Index t = 0; t < inv.cols(); ++t)
             if (std::abs(inv(a, t)) > 1e-15 * big) c.r.push_back({J[static_cast<std::size_t>(a)], static_cast<std::size_t>(t), inv(a, t)});
-    // Float value of delta + eps * rho with the rounded R.
-    const auto m = static_cast<Eigen::Index>(I.size());
-    Mat AR = Mat::Zero(m, m);
-    std::vector<double> rowsum(c.N, 0.0);
-    for (const auto& e : c.r) {
-        for (Eigen::Index t = 0; t < m; ++t) AR(t, static_cast<Eigen::Index>(e.t)) += A(static_cast<Eigen::Index>(I[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
-        rowsum[e.j] += std::abs(e.v);
-    }
-    double rho = c.r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
-    c.float_value = inf_norm(Mat::Identity(m, m) - AR) + eps * rho;
+    c.float_value = neumann_float_value(A, eps, I, c.r, c.N);
     return c;
 }
 
@@ -201,16 +211,7 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
                 double v = glp_get_col_prim(lp, colR(a, u));
                 if (std::abs(v) > 1e-13) c.r.push_back({static_cast<std::size_t>(S[static_cast<std::size_t>(a)]), static_cast<std::size_t>(u), v});
             }
-        // Recompute the float value with the extracted R.
-        Mat AR = Mat::Zero(m, m);
-        std::vector<double> rowsum(c.N, 0.0);
-        for (const auto& e : c.r) {
-            for (int t = 0; t < m; ++t)
-                AR(t, static_cast<Eigen::Index>(e.t)) += A(static_cast<Eigen::Index>(rows[static_cast<std::size_t>(t)]), static_cast<Eigen::Index>(e.j)) * e.v;
-            rowsum[e.j] += std::abs(e.v);
-        }
-        const double rho = c.r.empty() ? 0 : *std::max_element(rowsum.begin(), rowsum.end());
-        c.float_value = inf_norm(Mat::Identity(m, m) - AR) + eps * rho;
+        c.float_value = neumann_float_value(A, eps, rows, c.r, c.N);
         out = c;
     }
     glp_delete_prob(lp);

@@ -108,6 +108,9 @@ struct LowerOptions {
     std::function<void(const std::string&)> progress;
 };
 
+// delta + eps * rho for rows I and R (triplets), in floating point.
+double neumann_float_value(const Mat& A, double eps, const std::vector<std::size_t>& rows,
+                           const std::vector<NeumannCandidate::Entry>& r, std::size_t N);
 // Greedy rows/columns with R = inv(A_IJ) (column-support certificates).
 NeumannCandidate neumann_greedy(const Mat& A, double eps, const LowerOptions& opt);
 // For a row set, R minimising delta + eps * rho over all N x m matrices (LP).
