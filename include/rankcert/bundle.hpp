@@ -41,7 +41,7 @@ struct Instance {
     bool is_softmax() const { return kind != InstanceKind::matrix; }
 };
 
-enum class CertKind { factor, row_interpolative, neumann, tail, trivial };
+enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile };
 const char* to_string(CertKind k);
 
 struct Certificate {
@@ -55,6 +55,19 @@ struct Certificate {
     std::uint64_t k = 0;            // tail
     Rat mu;                         // tail
     Matrix f;                       // tail: m x f
+
+    // profile (an extension of rankcert/1; bound "profile", see docs/profile.md)
+    struct Profile {
+        std::size_t r = 0;
+        Matrix x, y;                      // T = X Y^T (n x r, N x r)
+        Matrix gauge;                     // G (r x r): kappa <= max|x_i G| max|y_j G^-T|
+        std::vector<Rat> lambda, mu;      // probability vectors (n, N)
+        Matrix zu, zv;                    // Z = zu zv^T
+        Rat z_norm_sq;                    // claimed ||Z||_2^2 upper bound
+        Rat q_lo, q_hi, tau_lo, tau_hi, kappa_lo, kappa_hi;
+        std::optional<std::uint64_t> visible_dim;
+        std::vector<Rat> eps;             // profile P reported at these eps (where tau < eps)
+    } profile;
 };
 
 struct Bundle {

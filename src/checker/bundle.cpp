@@ -6,7 +6,9 @@
 // has an allowed entry.
 #include "rankcert/bundle.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <tuple>
 #include <set>
 #include <sstream>
 
@@ -21,6 +23,7 @@ const char* to_string(CertKind k) {
     case CertKind::neumann: return "neumann";
     case CertKind::tail: return "tail";
     case CertKind::trivial: return "trivial";
+    case CertKind::profile: return "profile";
     }
     return "?";
 }
@@ -144,12 +147,57 @@ void check_rank(const json& c, const Where& w, std::uint64_t expected, Certifica
     cert.rank = expected;
 }
 
+std::pair<Rat, Rat> parse_interval(const json& obj, const char* key, const Where& w) {
+    const json& iv = require(obj, key, w);
+    if (!iv.is_array() || iv.size() != 2) throw InputError(w.key(key), "must be [lo, hi]");
+    Rat lo = parse_rational(iv[0], w.key(key).index(0)), hi = parse_rational(iv[1], w.key(key).index(1));
+    if (lo > hi) throw InputError(w.key(key), "lo > hi");
+    return {lo, hi};
+}
+
+void parse_profile(const json& c, const Where& w, const Instance& I, ArrayLoader& L, Certificate& cert) {
+    // The interaction is defined only where every logit is finite.
+    if ((I.kind == InstanceKind::qk && I.mask != MaskKind::none) ||
+        (I.kind == InstanceKind::logits && std::any_of(I.logits.neg_inf.begin(), I.logits.neg_inf.end(), [](auto f) { return f != 0; })))
+        throw InputError(w, "a profile needs an unmasked instance (masked rows have no interaction C)");
+    auto& p = cert.profile;
+    p.r = parse_index(require(c, "r", w), w.key("r"), 1u << 16);
+    cert.rank = p.r;
+    p.x = L.load(require(c, "x", w), w.key("x"));
+    p.y = L.load(require(c, "y", w), w.key("y"));
+    expect_shape(p.x, I.n, p.r, w.key("x"), "n x r");
+    expect_shape(p.y, I.N, p.r, w.key("y"), "N x r");
+    p.gauge = L.load(require(c, "gauge", w), w.key("gauge"));
+    expect_shape(p.gauge, p.r, p.r, w.key("gauge"), "r x r");
+    p.lambda = as_vector(L.load(require(c, "lambda", w), w.key("lambda")), I.n, w.key("lambda"));
+    p.mu = as_vector(L.load(require(c, "mu", w), w.key("mu")), I.N, w.key("mu"));
+    p.zu = L.load(require(c, "zu", w), w.key("zu"));
+    p.zv = L.load(require(c, "zv", w), w.key("zv"));
+    if (p.zu.rows != I.n || p.zv.rows != I.N || p.zu.cols != p.zv.cols)
+        throw InputError(w.key("zu"), "zu (n x s) and zv (N x s) must share their column count");
+    p.z_norm_sq = parse_rational(require(c, "z_norm_sq", w), w.key("z_norm_sq"));
+    if (p.z_norm_sq.sign() <= 0) throw InputError(w.key("z_norm_sq"), "must be positive");
+    const json& cl = require(c, "claims", w);
+    const Where wc = w.key("claims");
+    std::tie(p.q_lo, p.q_hi) = parse_interval(cl, "q", wc);
+    std::tie(p.tau_lo, p.tau_hi) = parse_interval(cl, "tau", wc);
+    std::tie(p.kappa_lo, p.kappa_hi) = parse_interval(cl, "kappa", wc);
+    if (auto v = optional(cl, "visible_dim")) p.visible_dim = parse_index(*v, wc.key("visible_dim"));
+}
+
 Certificate parse_certificate(const json& c, const Where& w, const Instance& I, ArrayLoader& L) {
     Certificate cert;
     const std::string bound = require_string(c, "bound", w);
-    if (bound != "upper" && bound != "lower") throw InputError(w.key("bound"), "must be \"upper\" or \"lower\"");
-    cert.upper = bound == "upper";
     const std::string kind = require_string(c, "kind", w);
+    if (bound == "profile" || kind == "profile") {
+        if (bound != "profile" || kind != "profile")
+            throw InputError(w.key("bound"), "a profile certificate has \"bound\": \"profile\" and \"kind\": \"profile\"");
+        cert.kind = CertKind::profile;
+        parse_profile(c, w, I, L, cert);
+        return cert;
+    }
+    if (bound != "upper" && bound != "lower") throw InputError(w.key("bound"), "must be \"upper\", \"lower\" or \"profile\"");
+    cert.upper = bound == "upper";
     auto need_bound = [&](bool upper) {
         if (cert.upper != upper)
             throw InputError(w.key("bound"), "a " + kind + " certificate proves a" + (upper ? "n upper" : " lower") + " bound");
@@ -311,7 +359,8 @@ std::string describe(const Bundle& b) {
       << ", upper = " << (b.claim_upper ? std::to_string(*b.claim_upper) : "-") << "\n";
     for (std::size_t i = 0; i < b.certificates.size(); ++i) {
         const Certificate& c = b.certificates[i];
-        o << "cert[" << i << "]     " << (c.upper ? "upper " : "lower ") << to_string(c.kind) << " rank " << c.rank;
+        o << "cert[" << i << "]     " << (c.kind == CertKind::profile ? "" : c.upper ? "upper " : "lower ") << to_string(c.kind)
+          << (c.kind == CertKind::profile ? " r " : " rank ") << c.rank;
         switch (c.kind) {
         case CertKind::factor: o << ": u " << c.u.rows << "x" << c.u.cols << ", w " << c.w.rows << "x" << c.w.cols; break;
         case CertKind::row_interpolative: o << ": " << c.rows.size() << " rows, x " << c.x.rows << "x" << c.x.cols; break;
@@ -324,6 +373,10 @@ std::string describe(const Bundle& b) {
               << ", mu = " << c.mu.str() << ", f " << c.f.rows << "x" << c.f.cols;
             break;
         case CertKind::trivial: break;
+        case CertKind::profile:
+            o << ": T = X Y^T with r = " << c.profile.r << ", claims q in [" << c.profile.q_lo.str() << ", "
+              << c.profile.q_hi.str() << "], kappa in [" << c.profile.kappa_lo.str() << ", " << c.profile.kappa_hi.str() << "]";
+            break;
         }
         o << "\n";
     }

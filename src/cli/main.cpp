@@ -241,7 +241,7 @@ int run_verify(const VerifyArgs& a) {
             if (!a.json_out && !a.quiet && (!many || r.verdict != Verdict::verified)) {
                 std::ostringstream o;
                 for (const auto& c : r.certificates)
-                    o << "  cert[" << c.index << "] " << (c.upper ? "upper " : "lower ") << to_string(c.kind) << " rank "
+                    o << "  cert[" << c.index << "] " << (c.kind == CertKind::profile ? "" : c.upper ? "upper " : "lower ") << to_string(c.kind) << " rank "
                       << c.rank << ": " << to_string(c.verdict) << " (" << c.precision
                       << (c.precision == "exact" || c.precision == "theorem" ? "" : " bits") << ") " << c.detail << "\n";
                 o << "  " << r.claim_detail << "\n";

@@ -1,0 +1,148 @@
+// Profile certificates: known answers (a rank-one interaction with kappa = 1,
+// the two-point oscillation where tau = 2 tanh(omega/4)), gauge invariance,
+// and tampered claims that must be refused.
+#include "helpers.hpp"
+#include "rankcert/profile.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace rankcert;
+using namespace rankcert::test;
+
+namespace {
+
+json vec(const std::vector<json>& v) { return {{"shape", {v.size()}}, {"data", v}}; }
+
+// Q = (1, 0, -1)^T, K = (2, 0, -2)^T, scale 1/2: C = x y^T with x = y = (1, 0, -1).
+json rank_one_instance() {
+    return {{"kind", "qk"}, {"q", dense(3, 1, {1, 0, -1})}, {"k", dense(3, 1, {2, 0, -2})}, {"scale", "1/2"}};
+}
+
+json rank_one_profile() {
+    return {{"bound", "profile"}, {"kind", "profile"}, {"r", 1},
+            {"x", dense(3, 1, {1, 0, -1})}, {"y", dense(3, 1, {1, 0, -1})},
+            {"gauge", dense(1, 1, {1})},
+            {"lambda", vec({"1/2", 0, "1/2"})}, {"mu", vec({"1/2", 0, "1/2"})},
+            {"zu", dense(3, 1, {1, 0, -1})}, {"zv", dense(3, 1, {1, 0, -1})},
+            {"z_norm_sq", "4.000001"},
+            {"claims", {{"q", {0, "0.001"}}, {"tau", {0, "0.001"}}, {"kappa", {"0.999", 1}}, {"visible_dim", 1}}}};
+}
+
+Verdict profile_verdict(const TempDir& dir, const json& inst, const json& cert, const Rat& eps = Rat(1, 2)) {
+    Report r = run(dir, bundle_json(inst, eps, {cert}));
+    return r.certificates.at(0).verdict;
+}
+
+}  // namespace
+
+TEST_CASE("profile: a rank-one interaction has kappa = 1, tau = 0, visible dimension 1", "[profile]") {
+    TempDir dir;
+    Report r = run(dir, bundle_json(rank_one_instance(), Rat(1, 2), {rank_one_profile()}));
+    INFO(r.certificates[0].detail);
+    REQUIRE(r.certificates[0].verdict == Verdict::verified);
+    REQUIRE(r.verdict == Verdict::verified);
+    REQUIRE(r.lower == 0);  // a profile is not a rank bound
+    // P = (1 + kappa / eps^2)^{1/2} in [sqrt(1 + 0.999 * 4), sqrt(1 + 4)] at eps 1/2.
+    const json& P = r.certificates[0].decisive["profile_P"];
+    REQUIRE(parse_rational_text(P[0].get<std::string>(), {}) * parse_rational_text(P[0].get<std::string>(), {}) <= Rat(4996, 1000));
+    REQUIRE(parse_rational_text(P[1].get<std::string>(), {}) * parse_rational_text(P[1].get<std::string>(), {}) >= Rat(5));
+}
+
+TEST_CASE("profile: tampered claims are refused", "[profile]") {
+    TempDir dir;
+    const json inst = rank_one_instance();
+    auto with = [&](const std::function<void(json&)>& f) {
+        json c = rank_one_profile();
+        f(c);
+        return profile_verdict(dir, inst, c);
+    };
+    REQUIRE(with([](json& c) { c["claims"]["kappa"] = {"0.9", "0.99"}; }) == Verdict::refuted);   // gauge gives 1
+    REQUIRE(with([](json& c) { c["claims"]["kappa"] = {"1.01", "2"}; }) == Verdict::refuted);     // dual gives < 1.01
+    REQUIRE(with([](json& c) { c["claims"]["visible_dim"] = 2; }) == Verdict::refuted);
+    REQUIRE(with([](json& c) { c["claims"]["q"] = {"0.1", "1"}; }) == Verdict::refuted);
+    REQUIRE(with([](json& c) { c["lambda"] = vec({"1/2", 0, "1/3"}); }) == Verdict::refuted);    // not a probability vector
+    REQUIRE(with([](json& c) { c["z_norm_sq"] = "3"; }) == Verdict::refuted);                    // ||Z||^2 = 4 > 3
+    REQUIRE(with([](json& c) { c["gauge"] = dense(1, 1, {0}); }) == Verdict::refuted);           // singular
+    REQUIRE(with([](json& c) { c["x"] = dense(3, 1, {1, 0, "-0.5"}); }) == Verdict::refuted);    // T != C: q > 0.001
+}
+
+TEST_CASE("profile: tau = 2 tanh(omega / 4) on the two-point oscillation", "[profile]") {
+    TempDir dir;
+    // S = [[1, -1], [-1, 1]] is already double-centred: C = S, each row has
+    // oscillation 2; with T = 0, q = 2 and tau = 2 tanh(1/2).
+    const json inst = {{"kind", "logits"}, {"logits", dense(2, 2, {1, -1, -1, 1})}};
+    auto [lo, hi] = tanh_half();
+    const Rat g = pow10neg(30);
+    json c = {{"bound", "profile"}, {"kind", "profile"}, {"r", 1},
+              {"x", dense(2, 1, {0, 0})}, {"y", dense(2, 1, {0, 0})}, {"gauge", dense(1, 1, {1})},
+              {"lambda", vec({"1/2", "1/2"})}, {"mu", vec({"1/2", "1/2"})},
+              {"zu", dense(2, 1, {1, 0})}, {"zv", dense(2, 1, {1, 0})}, {"z_norm_sq", 2},
+              {"claims", {{"q", {2, 2}}, {"tau", {(Rat(2) * lo - g).str(), (Rat(2) * hi + g).str()}}, {"kappa", {0, 0}},
+                          {"visible_dim", 1}}}};
+    REQUIRE(profile_verdict(dir, inst, c) == Verdict::verified);
+    c["claims"]["tau"] = {(Rat(2) * hi + g).str(), "1"};
+    REQUIRE(profile_verdict(dir, inst, c) == Verdict::refuted);
+}
+
+TEST_CASE("profile: invertible gauges of Q, K leave C, the visible dimension and kappa unchanged", "[profile]") {
+    TempDir dir;
+    Rng rng(21);
+    // Q, K of dimension d = 3 with a rank-2 interaction (third columns zero
+    // for K); Q' = Q G, K' = K G^{-T} for a rational G.
+    std::vector<json> q, k;
+    std::vector<Rat> Q, K;
+    for (int i = 0; i < 5 * 3; ++i) Q.push_back(rng.rational_in(8, 2));
+    for (int j = 0; j < 4; ++j) {
+        K.push_back(rng.rational_in(8, 2));
+        K.push_back(rng.rational_in(8, 2));
+        K.push_back(Rat(0));
+    }
+    for (auto& x : Q) q.push_back(x.str());
+    for (auto& x : K) k.push_back(x.str());
+    const json inst = {{"kind", "qk"}, {"q", dense(5, 3, q)}, {"k", dense(4, 3, k)}, {"scale", "1"}};
+    // G = [[2, 1, 0], [0, 1, 0], [1, 0, 1]], G^{-T} computed exactly.
+    const Rat G[3][3] = {{Rat(2), Rat(1), Rat(0)}, {Rat(0), Rat(1), Rat(0)}, {Rat(1), Rat(0), Rat(1)}};
+    // inverse of G: [[1/2, -1/2, 0], [0, 1, 0], [-1/2, 1/2, 1]]; G^{-T} is its transpose.
+    const Rat Gi[3][3] = {{Rat(1, 2), Rat(-1, 2), Rat(0)}, {Rat(0), Rat(1), Rat(0)}, {Rat(-1, 2), Rat(1, 2), Rat(1)}};
+    std::vector<json> q2, k2;
+    for (int i = 0; i < 5; ++i)
+        for (int c = 0; c < 3; ++c) {
+            Rat s;
+            for (int t = 0; t < 3; ++t) s = s + Q[static_cast<std::size_t>(i * 3 + t)] * G[t][c];
+            q2.push_back(s.str());
+        }
+    for (int j = 0; j < 4; ++j)
+        for (int c = 0; c < 3; ++c) {
+            Rat s;
+            for (int t = 0; t < 3; ++t) s = s + K[static_cast<std::size_t>(j * 3 + t)] * Gi[c][t];  // (G^{-T})_{t c} = Gi[c][t]
+            k2.push_back(s.str());
+        }
+    const json inst2 = {{"kind", "qk"}, {"q", dense(5, 3, q2)}, {"k", dense(4, 3, k2)}, {"scale", "1"}};
+    Bundle a = load(dir, bundle_json(inst, Rat(1, 2), {}), "a.json"), b = load(dir, bundle_json(inst2, Rat(1, 2), {}), "b.json");
+    REQUIRE(exact_visible_dimension(a.instance) == 2);
+    REQUIRE(exact_visible_dimension(b.instance) == 2);
+    // C is the same: a profile certificate with T = C (X = P_n Q restricted, exact) verifies for both.
+    // X = centred Q (5 x 3), Y = centred K (4 x 3): T = X Y^T = C exactly, q = 0.
+    auto centred_json = [](const std::vector<Rat>& M, int rows) {
+        std::vector<json> out;
+        for (int c = 0; c < 3; ++c) {
+            Rat mean;
+            for (int i = 0; i < rows; ++i) mean = mean + M[static_cast<std::size_t>(i * 3 + c)];
+            mean = mean / Rat(rows);
+            for (int i = 0; i < rows; ++i) out.push_back(json());
+            for (int i = 0; i < rows; ++i) out[static_cast<std::size_t>(c * rows + i)] = (M[static_cast<std::size_t>(i * 3 + c)] - mean).str();
+        }
+        std::vector<json> rowmajor(static_cast<std::size_t>(rows * 3));
+        for (int i = 0; i < rows; ++i)
+            for (int c = 0; c < 3; ++c) rowmajor[static_cast<std::size_t>(i * 3 + c)] = out[static_cast<std::size_t>(c * rows + i)];
+        return dense(static_cast<std::size_t>(rows), 3, rowmajor);
+    };
+    json cert = {{"bound", "profile"}, {"kind", "profile"}, {"r", 3},
+                 {"x", centred_json(Q, 5)}, {"y", centred_json(K, 4)}, {"gauge", identity(3)},
+                 {"lambda", vec({"1/5", "1/5", "1/5", "1/5", "1/5"})}, {"mu", vec({"1/4", "1/4", "1/4", "1/4"})},
+                 {"zu", dense(5, 1, {1, 0, 0, 0, 0})}, {"zv", dense(4, 1, {1, 0, 0, 0})}, {"z_norm_sq", 2},
+                 // q = 0 exactly, but its enclosure straddles 0: a claim [0, h] stays undecided, so claim [-h, h].
+                 {"claims", {{"q", {"-1e-20", "1e-20"}}, {"tau", {"-1e-20", "1e-20"}}, {"kappa", {"-1000", "1000"}}, {"visible_dim", 2}}}};
+    REQUIRE(profile_verdict(dir, inst, cert) == Verdict::verified);
+    REQUIRE(profile_verdict(dir, inst2, cert) == Verdict::verified);  // same C for the gauged Q, K
+}
