@@ -316,7 +316,7 @@ int exec_producer(int argc, char** argv) {
 
 int main(int argc, char** argv) {
     if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract" ||
-                     std::string(argv[1]) == "construct"))
+                     std::string(argv[1]) == "construct" || std::string(argv[1]) == "profile"))
         return exec_producer(argc, argv);
     try {
         CLI::App app{"rankcert: a proof checker for the low-rank complexity of softmax attention.\n"
@@ -344,6 +344,9 @@ int main(int argc, char** argv) {
         app.add_subcommand("construct",
                            "Exact sphere and ball families with certified sweeps over beta or eps "
                            "(untrusted producer; see rankcert construct --help)");
+        app.add_subcommand("profile",
+                           "Intrinsic interaction geometry of a head with certified enclosures "
+                           "(untrusted producer; see rankcert profile --help)");
         app.add_subcommand("extract",
                            "Run a llama2.c checkpoint over a text and write every head's Q, K as instances "
                            "(untrusted producer; see rankcert extract --help)");

@@ -1,0 +1,21 @@
+// `rankcert profile` (UNTRUSTED search): see src/producer/profile.cpp.
+#pragma once
+
+#include "rankcert/producer/producer.hpp"
+
+namespace rankcert::producer {
+
+// The intrinsic interaction C = P_n (log A) P_N in floating point (qk:
+// s t (P_n Q)(P_N K)^T).  Unmasked instances only.
+Mat interaction(const Instance& inst);
+
+struct ProfileCandidate {
+    std::size_t r = 0;
+    double q = 0, tau = 0, kappa_low = 0, kappa_up = 0;  // float values
+    json cert;                                           // the profile certificate
+};
+
+// T = rank-r truncated SVD of C, an optimised gauge, dual weights.
+ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::string& dir, const std::string& stem);
+
+}  // namespace rankcert::producer
