@@ -493,6 +493,8 @@ int profile_main(int argc, char** argv) {
     app.add_option("--out", out, "Output folder");
     app.add_option("--name", name, "File stem (default: from the input)");
     app.add_flag("--json", json_out, "JSON output");
+    std::string temperature;
+    app.add_option("--temperature", temperature, "Temperature multiplier t for a qk instance");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -505,7 +507,12 @@ int profile_main(int argc, char** argv) {
         json doc = read_json_file(instance, instance);
         json inst = doc.contains("instance") ? doc["instance"] : doc;
         copy_sidecars(inst, fs::path(instance).parent_path(), out);
-        const std::string stem = (name.empty() ? fs::path(instance).stem().string() : name) + "-profile";
+        if (!temperature.empty()) {
+            if (inst.value("kind", "") != "qk") throw InputError("rankcert profile: --temperature applies to qk instances");
+            inst["temperature"] = temperature;
+        }
+        const std::string stem = (name.empty() ? fs::path(instance).stem().string() : name) +
+                                 (temperature.empty() ? "" : "-t" + temperature) + "-profile";
         Bundle parsed = parse_instance(inst, out, stem);
         const Instance& I = parsed.instance;
         if ((I.kind == InstanceKind::qk && I.mask != MaskKind::none) ||
