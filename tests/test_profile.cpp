@@ -80,6 +80,15 @@ TEST_CASE("profile: tau = 2 tanh(omega / 4) on the two-point oscillation", "[pro
               {"claims", {{"q", {2, 2}}, {"tau", {(Rat(2) * lo - g).str(), (Rat(2) * hi + g).str()}}, {"kappa", {0, 0}},
                           {"visible_dim", 1}}}};
     REQUIRE(profile_verdict(dir, inst, c) == Verdict::verified);
+    // The exact induced error: A~ is uniform, A_0 = softmax(1, -1), so
+    // tau* = (e^2 - 1)/(e^2 + 1) = tanh(1) < tau.
+    auto [e2lo, e2hi] = exp_enclosure(Rat(2), 400);
+    const Rat t1lo = (e2lo - Rat(1)) / (e2lo + Rat(1)), t1hi = (e2hi - Rat(1)) / (e2hi + Rat(1));
+    c["claims"]["tau_star"] = {(t1lo - g).str(), (t1hi + g).str()};
+    REQUIRE(profile_verdict(dir, inst, c) == Verdict::verified);
+    c["claims"]["tau_star"] = {(t1hi + g).str(), "1"};
+    REQUIRE(profile_verdict(dir, inst, c) == Verdict::refuted);
+    c["claims"].erase("tau_star");
     c["claims"]["tau"] = {(Rat(2) * hi + g).str(), "1"};
     REQUIRE(profile_verdict(dir, inst, c) == Verdict::refuted);
 }

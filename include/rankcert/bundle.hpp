@@ -66,6 +66,7 @@ struct Certificate {
         Rat z_norm_sq;                    // claimed ||Z||_2^2 upper bound
         Rat q_lo, q_hi, tau_lo, tau_hi, kappa_lo, kappa_hi;
         std::optional<std::uint64_t> visible_dim;
+        std::optional<std::pair<Rat, Rat>> tau_star;  // exact induced error max_i |A_i - A~_i|_1
         std::vector<Rat> eps;             // profile P reported at these eps (where tau < eps)
     } profile;
 };

@@ -183,6 +183,7 @@ void parse_profile(const json& c, const Where& w, const Instance& I, ArrayLoader
     std::tie(p.tau_lo, p.tau_hi) = parse_interval(cl, "tau", wc);
     std::tie(p.kappa_lo, p.kappa_hi) = parse_interval(cl, "kappa", wc);
     if (auto v = optional(cl, "visible_dim")) p.visible_dim = parse_index(*v, wc.key("visible_dim"));
+    if (optional(cl, "tau_star")) p.tau_star = parse_interval(cl, "tau_star", wc);
 }
 
 Certificate parse_certificate(const json& c, const Where& w, const Instance& I, ArrayLoader& L) {

@@ -215,11 +215,17 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
     Verdict v_q = Verdict::undecided, v_tau = Verdict::undecided, v_dual = Verdict::undecided;
     Endpoints q_e, tau_e, dual_e;
     std::string prec_used;
-    Ball qb, taub, dualb;
+    Ball qb, taub, dualb, tsb;
+    Verdict v_ts = Verdict::verified;
     for (slong prec : PrecisionLadder::up_to(opt.max_prec).bits) {
         prec_used = std::to_string(prec);
         // C row by row.
-        BallVec Qc, Kc, Lg;
+        BallVec Qc, Kc, Lg, LogA;
+        RowEncloser enc(I, prec);
+        BallVec Srow(N), Arow(N), Atil(N);
+        std::vector<std::uint8_t> allowed(N, 1);
+        Ball row_err;
+        arb_zero(tsb.get());
         Ball coef;
         const std::size_t d = I.kind == InstanceKind::qk ? I.d() : 0;
         if (I.kind == InstanceKind::qk) {
@@ -236,9 +242,11 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
         } else if (I.kind == InstanceKind::matrix) {
             // Double-centred log A in balls.
             Lg = BallVec(n * N);
+            LogA = BallVec(n * N);
             for (std::size_t a = 0; a < n * N; ++a) {
                 arb_set_fmpq(Lg[a], I.a.v[a].get(), prec);
                 arb_log(Lg[a], Lg[a], prec);
+                arb_set(LogA[a], Lg[a]);
             }
             BallVec rm(n), cm(N);
             Ball all;
@@ -275,6 +283,7 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
                     arb_set(v.get(), Lg[i * N + j]);
                 }
                 arb_dot(v.get(), v.get(), 1, X[i * r], 1, Y[j * r], 1, static_cast<slong>(r), prec);
+                arb_set(Atil[j], v.get());  // C_ij - T_ij, for the Gibbs matrix of T
                 if (j == 0) {
                     arb_set(mx.get(), v.get());
                     arb_set(mn.get(), v.get());
@@ -282,6 +291,25 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
                     arb_max(mx.get(), mx.get(), v.get(), prec);
                     arb_min(mn.get(), mn.get(), v.get(), prec);
                 }
+            }
+            if (p.tau_star) {
+                // tau* row i: || softmax(S_i) - softmax(S_i - (C - T)_i) ||_1
+                if (I.kind == InstanceKind::matrix)
+                    for (std::size_t j = 0; j < N; ++j) arb_set(Srow[j], LogA[i * N + j]);
+                else
+                    enc.logits(i, Srow.data(), allowed.data());
+                for (std::size_t j = 0; j < N; ++j) {
+                    arb_sub(Atil[j], Srow[j], Atil[j], prec);
+                    arb_set(Arow[j], Srow[j]);
+                }
+                if (I.kind == InstanceKind::matrix)  // A as given (rows need not sum to one)
+                    for (std::size_t j = 0; j < N; ++j) arb_set_fmpq(Arow[j], I.a(i, j).get(), prec);
+                else
+                    enclose_softmax(Arow.data(), allowed.data(), N, prec);
+                enclose_softmax(Atil.data(), allowed.data(), N, prec);
+                enclose_l1_distance(row_err.get(), Arow.data(), Atil.data(), N, prec);
+                if (i == 0) arb_set(tsb.get(), row_err.get());
+                else arb_max(tsb.get(), tsb.get(), row_err.get(), prec);
             }
             arb_sub(osc.get(), mx.get(), mn.get(), prec);
             if (i == 0) arb_set(qb.get(), osc.get());
@@ -317,7 +345,10 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
         // The dual bound must reach kappa_lo: dual >= kappa_lo everywhere.
         const Verdict below = decide_lt(dualb.get(), p.kappa_lo);
         v_dual = below == Verdict::refuted ? Verdict::verified : below == Verdict::verified ? Verdict::refuted : Verdict::undecided;
-        if (v_q != Verdict::undecided && v_tau != Verdict::undecided && v_dual != Verdict::undecided) break;
+        if (p.tau_star) v_ts = within(tsb.get(), p.tau_star->first, p.tau_star->second);
+        if (v_q != Verdict::undecided && v_tau != Verdict::undecided && v_dual != Verdict::undecided &&
+            v_ts != Verdict::undecided)
+            break;
     }
     q_e = endpoints(qb.get());
     tau_e = endpoints(taub.get());
@@ -325,8 +356,9 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
     dec["q"] = ends(q_e);
     dec["tau"] = ends(tau_e);
     dec["kappa_dual"] = ends(dual_e);
+    if (p.tau_star) dec["tau_star"] = ends(endpoints(tsb.get()));
     const Verdict v_kappa_lo = combine({v_prob, v_znorm, v_dual});
-    res.verdict = combine({v_gauge, v_kappa_lo, v_q, v_tau, v_dim});
+    res.verdict = combine({v_gauge, v_kappa_lo, v_q, v_tau, v_dim, v_ts});
     res.precision = prec_used;
     // The profile P at eps from the certified intervals (increasing in kappa and tau).
     if (res.verdict == Verdict::verified && p.tau_hi < eps && p.kappa_lo.sign() >= 0) {
@@ -351,7 +383,7 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
     auto vs = [](Verdict v) { return std::string(to_string(v)); };
     res.detail = "q in [" + p.q_lo.str() + ", " + p.q_hi.str() + "]: " + vs(v_q) + "; tau: " + vs(v_tau) +
                  "; kappa <= " + p.kappa_hi.str() + " (gauge): " + vs(v_gauge) + "; kappa >= " + p.kappa_lo.str() +
-                 " (dual): " + vs(v_kappa_lo) + (p.visible_dim ? "; visible dimension " + std::to_string(*p.visible_dim) + ": " + vs(v_dim) : "");
+                 " (dual): " + vs(v_kappa_lo) + (p.tau_star ? "; tau* (induced error): " + vs(v_ts) : "") + (p.visible_dim ? "; visible dimension " + std::to_string(*p.visible_dim) + ": " + vs(v_dim) : "");
     return res;
 }
 

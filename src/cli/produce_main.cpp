@@ -520,6 +520,7 @@ int profile_main(int argc, char** argv) {
             throw InputError(instance + ": instance: a profile needs an unmasked instance (masked rows have no interaction C)");
         const auto eps = parse_eps_list(eps_text);
         const Mat C = interaction(I);
+        const Mat Aflt = approximate_attention(I);
         const long vd = exact_visible_dimension(I);
         Eigen::BDCSVD<Mat> svd(C);
         const long float_rank = static_cast<long>((svd.singularValues().array() > 1e-9 * std::max(1.0, svd.singularValues()(0))).count());
@@ -535,7 +536,7 @@ int profile_main(int argc, char** argv) {
         std::vector<ProfileCandidate> cands;
         for (std::size_t r : ranks) {
             if (r == 0 || r > std::min(I.n, I.N)) throw InputError("--r: " + std::to_string(r) + " is out of range");
-            ProfileCandidate pc = profile_candidate(C, r, out, stem + "-r" + std::to_string(r));
+            ProfileCandidate pc = profile_candidate(C, r, out, stem + "-r" + std::to_string(r), &Aflt);
             if (vd >= 0) pc.cert["claims"]["visible_dim"] = vd;
             certs.push_back(pc.cert);
             cands.push_back(pc);
@@ -567,7 +568,8 @@ int profile_main(int argc, char** argv) {
         if (!json_out) {
             std::cout << "visible dimension " << visible << (vd >= 0 ? " (exact)" : " (float estimate)") << "; bundle " << path.string()
                       << ": " << to_string(rep.verdict) << "\n";
-            std::cout << std::left << std::setw(5) << "r" << std::setw(12) << "q" << std::setw(12) << "tau" << std::setw(26)
+            std::cout << std::left << std::setw(5) << "r" << std::setw(12) << "q" << std::setw(12) << "tau" << std::setw(12)
+                      << "tau*" << std::setw(26)
                       << "kappa in" << std::setw(8) << "gap";
             for (const auto& e : eps) std::cout << std::setw(14) << ("P(" + e.text + ")");
             std::cout << "verdict\n";
@@ -578,10 +580,11 @@ int profile_main(int argc, char** argv) {
             const auto& cl = b.certificates[t].profile;
             const double klo = fmpq_get_d(cl.kappa_lo.get()), khi = fmpq_get_d(cl.kappa_hi.get());
             const double tlo = fmpq_get_d(cl.tau_lo.get()), thi = fmpq_get_d(cl.tau_hi.get());
-            json row = {{"r", pc.r}, {"q", pc.q}, {"tau", pc.tau}, {"kappa", {klo, khi}}, {"verdict", to_string(cr.verdict)},
+            json row = {{"r", pc.r}, {"q", pc.q}, {"tau", pc.tau}, {"tau_star", pc.tau_star}, {"kappa", {klo, khi}}, {"verdict", to_string(cr.verdict)},
                         {"visible_dim", visible}};
             std::ostringstream line;
-            line << std::left << std::setw(5) << pc.r << std::setw(12) << std::setprecision(4) << pc.q << std::setw(12) << pc.tau;
+            line << std::left << std::setw(5) << pc.r << std::setw(12) << std::setprecision(4) << pc.q << std::setw(12) << pc.tau
+                 << std::setw(12) << pc.tau_star;
             std::ostringstream kv;
             kv << std::setprecision(5) << "[" << klo << ", " << khi << "]";
             std::ostringstream gap;

@@ -75,7 +75,8 @@ Mat interaction(const Instance& I) {
     return S;
 }
 
-ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::string& dir, const std::string& stem) {
+ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::string& dir, const std::string& stem,
+                                   const Mat* A) {
     ProfileCandidate pc;
     pc.r = r;
     const auto rr = static_cast<Eigen::Index>(r);
@@ -88,6 +89,17 @@ ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::strin
     pc.q = 0;
     for (Eigen::Index i = 0; i < R.rows(); ++i) pc.q = std::max(pc.q, R.row(i).maxCoeff() - R.row(i).minCoeff());
     pc.tau = 2 * std::tanh(pc.q / 4);
+    // The exact induced error max_i |A_i - A~_i|_1, A~_i = softmax(log A_i - (C - T)_i).
+    if (A) {
+        pc.tau_star = 0;
+        for (Eigen::Index i = 0; i < R.rows(); ++i) {
+            Vec l = (A->row(i).array().log() - R.row(i).array()).matrix().transpose();
+            l.array() -= l.maxCoeff();
+            Vec e = l.array().exp();
+            e /= e.sum();
+            pc.tau_star = std::max(pc.tau_star, (A->row(i).transpose() - e).cwiseAbs().sum());
+        }
+    }
     // Gauge by the smoothed fixed point; keep the best gauge seen (the
     // identity, i.e. the balanced SVD factors, to start with).
     auto gauge_value = [&](const Mat& G) {
@@ -176,6 +188,8 @@ ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::strin
                 {{"q", {exact_text(lo_q), exact_text(hi_q)}},
                  {"tau", {exact_text(lo_t), exact_text(hi_t)}},
                  {"kappa", {exact_text(pc.kappa_low * (1 - 1e-4)), exact_text(pc.kappa_up * (1 + 1e-6))}}}}};
+    if (pc.tau_star >= 0)
+        pc.cert["claims"]["tau_star"] = {exact_text(pc.tau_star * (1 - 1e-6) - 1e-12), exact_text(pc.tau_star * (1 + 1e-6) + 1e-12)};
     return pc;
 }
 

@@ -12,10 +12,13 @@ Mat interaction(const Instance& inst);
 struct ProfileCandidate {
     std::size_t r = 0;
     double q = 0, tau = 0, kappa_low = 0, kappa_up = 0;  // float values
+    double tau_star = -1;                                // exact induced error (when A is given)
     json cert;                                           // the profile certificate
 };
 
 // T = rank-r truncated SVD of C, an optimised gauge, dual weights.
-ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::string& dir, const std::string& stem);
+// With A (float attention), also the exact induced error tau*.
+ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::string& dir, const std::string& stem,
+                                   const Mat* A = nullptr);
 
 }  // namespace rankcert::producer
