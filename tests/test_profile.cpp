@@ -155,3 +155,40 @@ TEST_CASE("profile: invertible gauges of Q, K leave C, the visible dimension and
     REQUIRE(profile_verdict(dir, inst, cert) == Verdict::verified);
     REQUIRE(profile_verdict(dir, inst2, cert) == Verdict::verified);  // same C for the gauged Q, K
 }
+
+TEST_CASE("sandwich: a factor for the Gibbs matrix of T certifies an upper bound for A", "[profile]") {
+    TempDir dir;
+    const json inst = rank_one_instance();
+    // T = C exactly, so A~ = A; a factor B ~ A (U = I, W = A~^T to 2^-200).
+    Bundle b0 = load(dir, bundle_json(inst, Rat(1), {}), "b0.json");
+    RowEncloser enc(b0.instance, 256);
+    BallVec row(3);
+    std::vector<json> w(9);
+    for (std::size_t i = 0; i < 3; ++i) {
+        enc.row(i, row.data());
+        for (std::size_t j = 0; j < 3; ++j) {
+            Rat q;
+            arf_get_fmpq(q.get(), arb_midref(row[j]));
+            w[j * 3 + i] = q.str();
+        }
+    }
+    json cert = {{"bound", "upper"}, {"kind", "sandwich"}, {"rank", 3}, {"r", 1},
+                 {"x", dense(3, 1, {1, 0, -1})}, {"y", dense(3, 1, {1, 0, -1})}, {"tau_star", "1e-9"},
+                 {"u", identity(3)}, {"w", dense(3, 3, w)}};
+    Report r = run(dir, bundle_json(inst, pow10neg(6), {cert}, {{"upper", 3}}));
+    INFO(r.certificates[0].detail);
+    REQUIRE(r.certificates[0].verdict == Verdict::verified);
+    REQUIRE(r.upper == 3);
+    SECTION("tau* bound above eps") {
+        cert["tau_star"] = "0.1";
+        REQUIRE(profile_verdict(dir, inst, cert, pow10neg(6)) == Verdict::refuted);
+    }
+    SECTION("a factor entry changed") {
+        cert["w"]["data"][0] = "0.5";
+        REQUIRE(profile_verdict(dir, inst, cert, pow10neg(6)) == Verdict::refuted);
+    }
+    SECTION("T far from C: tau* exceeds the stated bound") {
+        cert["x"] = dense(3, 1, {"1/2", 0, "-1/2"});
+        REQUIRE(profile_verdict(dir, inst, cert, pow10neg(6)) == Verdict::refuted);
+    }
+}

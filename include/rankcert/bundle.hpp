@@ -41,7 +41,7 @@ struct Instance {
     bool is_softmax() const { return kind != InstanceKind::matrix; }
 };
 
-enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile };
+enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile, sandwich };
 const char* to_string(CertKind k);
 
 struct Certificate {
@@ -69,6 +69,7 @@ struct Certificate {
         std::optional<std::pair<Rat, Rat>> tau_star;  // exact induced error max_i |A_i - A~_i|_1
         std::vector<Rat> eps;             // profile P reported at these eps (where tau < eps)
     } profile;
+    Rat sandwich_tau;                 // sandwich: the bound t >= tau*(T); u, w factor A~ within eps - t
 };
 
 struct Bundle {

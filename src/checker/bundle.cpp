@@ -24,6 +24,7 @@ const char* to_string(CertKind k) {
     case CertKind::tail: return "tail";
     case CertKind::trivial: return "trivial";
     case CertKind::profile: return "profile";
+    case CertKind::sandwich: return "sandwich";
     }
     return "?";
 }
@@ -247,13 +248,32 @@ Certificate parse_certificate(const json& c, const Where& w, const Instance& I, 
             throw InputError(w.key("f"), "has " + std::to_string(cert.f.rows) + " rows, expected m = " +
                                              std::to_string(cert.rows.size()));
         check_rank(c, w, cert.k + 1, cert, true);
+    } else if (kind == "sandwich") {
+        need_bound(true);
+        cert.kind = CertKind::sandwich;
+        if ((I.kind == InstanceKind::qk && I.mask != MaskKind::none) ||
+            (I.kind == InstanceKind::logits && std::any_of(I.logits.neg_inf.begin(), I.logits.neg_inf.end(), [](auto f) { return f != 0; })))
+            throw InputError(w, "a sandwich certificate needs an unmasked instance");
+        auto& p = cert.profile;
+        p.r = parse_index(require(c, "r", w), w.key("r"), 1u << 16);
+        p.x = L.load(require(c, "x", w), w.key("x"));
+        p.y = L.load(require(c, "y", w), w.key("y"));
+        expect_shape(p.x, I.n, p.r, w.key("x"), "n x r");
+        expect_shape(p.y, I.N, p.r, w.key("y"), "N x r");
+        cert.sandwich_tau = parse_rational(require(c, "tau_star", w), w.key("tau_star"));
+        if (cert.sandwich_tau.sign() < 0) throw InputError(w.key("tau_star"), "must be >= 0");
+        cert.u = L.load(require(c, "u", w), w.key("u"));
+        cert.w = L.load(require(c, "w", w), w.key("w"));
+        expect_shape(cert.u, I.n, cert.u.cols, w.key("u"), "n x k");
+        expect_shape(cert.w, I.N, cert.u.cols, w.key("w"), "N x k");
+        check_rank(c, w, cert.u.cols, cert, true);
     } else if (kind == "trivial") {
         need_bound(false);
         cert.kind = CertKind::trivial;
         check_rank(c, w, 1, cert, true);
     } else {
         throw InputError(w.key("kind"), "unknown certificate kind \"" + kind +
-                                            "\" (factor, row_interpolative, neumann, tail, trivial)");
+                                            "\" (factor, row_interpolative, neumann, tail, trivial, sandwich, profile)");
     }
     return cert;
 }
@@ -374,6 +394,9 @@ std::string describe(const Bundle& b) {
               << ", mu = " << c.mu.str() << ", f " << c.f.rows << "x" << c.f.cols;
             break;
         case CertKind::trivial: break;
+        case CertKind::sandwich:
+            o << ": T of rank " << c.profile.r << ", tau* <= " << c.sandwich_tau.str() << ", factor " << c.u.rows << "x" << c.u.cols;
+            break;
         case CertKind::profile:
             o << ": T = X Y^T with r = " << c.profile.r << ", claims q in [" << c.profile.q_lo.str() << ", "
               << c.profile.q_hi.str() << "], kappa in [" << c.profile.kappa_lo.str() << ", " << c.profile.kappa_hi.str() << "]";

@@ -535,6 +535,9 @@ CertResult check_certificate(const Instance& I, const Rat& eps, const Certificat
     case CertKind::profile:
         res = check_profile(I, eps, c, opt);
         break;
+    case CertKind::sandwich:
+        res = check_sandwich(I, eps, c, opt);
+        break;
     case CertKind::trivial: {
         if (I.is_softmax()) {
             // Softmax rows are probability vectors: l1 norm exactly 1.

@@ -133,6 +133,97 @@ Verdict combine(std::initializer_list<Verdict> vs) {
     return und ? Verdict::undecided : Verdict::verified;
 }
 
+// Rows of the residual C - T and of the Gibbs matrix of T, in balls.
+// A~_i = softmax(log A_i - (C - T)_i): the same key weights as A, potentials T.
+class InteractionRows {
+public:
+    InteractionRows(const Instance& I, const Matrix& X, const Matrix& Y, std::size_t r, slong prec,
+                    const std::vector<Rat>& Cexact)
+        : I_(I), r_(r), prec_(prec), Cexact_(Cexact), enc_(I, prec) {
+        const std::size_t n = I.n, N = I.N;
+        enclose_matrix(X, prec, X_);
+        enclose_matrix(Y, prec, Y_);
+        if (I.kind == InstanceKind::qk) {
+            Matrix qm = I.q, km = I.k;
+            qm.v = centred(I.q);
+            km.v = centred(I.k);
+            enclose_matrix(qm, prec, Qc_);
+            enclose_matrix(km, prec, Kc_);
+            arb_set_fmpq(coef_.get(), I.scale.q.get(), prec);
+            if (I.scale.kind == Number::Kind::rsqrt) arb_rsqrt(coef_.get(), coef_.get(), prec);
+            Ball t;
+            arb_set_fmpq(t.get(), I.temperature.get(), prec);
+            arb_mul(coef_.get(), coef_.get(), t.get(), prec);
+        } else if (I.kind == InstanceKind::matrix) {
+            // log A and its double centring, in balls.
+            Lg_ = BallVec(n * N);
+            LogA_ = BallVec(n * N);
+            for (std::size_t a = 0; a < n * N; ++a) {
+                arb_set_fmpq(LogA_[a], I.a.v[a].get(), prec);
+                arb_log(LogA_[a], LogA_[a], prec);
+                arb_set(Lg_[a], LogA_[a]);
+            }
+            BallVec rm(n), cm(N);
+            Ball all;
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = 0; j < N; ++j) {
+                    arb_add(rm[i], rm[i], Lg_[i * N + j], prec);
+                    arb_add(cm[j], cm[j], Lg_[i * N + j], prec);
+                }
+            for (std::size_t i = 0; i < n; ++i) arb_add(all.get(), all.get(), rm[i], prec);
+            for (std::size_t i = 0; i < n; ++i) arb_div_ui(rm[i], rm[i], N, prec);
+            for (std::size_t j = 0; j < N; ++j) arb_div_ui(cm[j], cm[j], n, prec);
+            arb_div_ui(all.get(), all.get(), n * N, prec);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = 0; j < N; ++j) {
+                    arb_sub(Lg_[i * N + j], Lg_[i * N + j], rm[i], prec);
+                    arb_sub(Lg_[i * N + j], Lg_[i * N + j], cm[j], prec);
+                    arb_add(Lg_[i * N + j], Lg_[i * N + j], all.get(), prec);
+                }
+        }
+    }
+    // out[j] = (C - T)_ij
+    void residual(std::size_t i, arb_ptr out) const {
+        const std::size_t N = I_.N, d = I_.kind == InstanceKind::qk ? I_.d() : 0;
+        for (std::size_t j = 0; j < N; ++j) {
+            if (I_.kind == InstanceKind::qk) {
+                arb_dot(out + j, nullptr, 0, Qc_[i * d], 1, Kc_[j * d], 1, static_cast<slong>(d), prec_);
+                arb_mul(out + j, out + j, coef_.get(), prec_);
+            } else if (I_.kind == InstanceKind::logits) {
+                arb_set_fmpq(out + j, Cexact_[i * N + j].get(), prec_);
+            } else {
+                arb_set(out + j, Lg_[i * N + j]);
+            }
+            arb_dot(out + j, out + j, 1, X_[i * r_], 1, Y_[j * r_], 1, static_cast<slong>(r_), prec_);
+        }
+    }
+    // A_i, and the Gibbs row A~_i of T, from the residual row R.
+    void gibbs(std::size_t i, arb_srcptr R, arb_ptr A, arb_ptr At) const {
+        const std::size_t N = I_.N;
+        std::vector<std::uint8_t> allowed(N, 1);
+        if (I_.kind == InstanceKind::matrix)
+            for (std::size_t j = 0; j < N; ++j) arb_set(At + j, LogA_[i * N + j]);
+        else
+            enc_.logits(i, At, allowed.data());
+        for (std::size_t j = 0; j < N; ++j) {
+            if (I_.kind == InstanceKind::matrix) arb_set_fmpq(A + j, I_.a(i, j).get(), prec_);  // rows as given
+            else arb_set(A + j, At + j);
+            arb_sub(At + j, At + j, R + j, prec_);
+        }
+        if (I_.kind != InstanceKind::matrix) enclose_softmax(A, allowed.data(), N, prec_);
+        enclose_softmax(At, allowed.data(), N, prec_);
+    }
+
+private:
+    const Instance& I_;
+    std::size_t r_;
+    slong prec_;
+    const std::vector<Rat>& Cexact_;
+    RowEncloser enc_;
+    BallVec X_, Y_, Qc_, Kc_, Lg_, LogA_;
+    Ball coef_;
+};
+
 }  // namespace
 
 long exact_visible_dimension(const Instance& I) {
@@ -219,94 +310,23 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
     Verdict v_ts = Verdict::verified;
     for (slong prec : PrecisionLadder::up_to(opt.max_prec).bits) {
         prec_used = std::to_string(prec);
-        // C row by row.
-        BallVec Qc, Kc, Lg, LogA;
-        RowEncloser enc(I, prec);
-        BallVec Srow(N), Arow(N), Atil(N);
-        std::vector<std::uint8_t> allowed(N, 1);
-        Ball row_err;
-        arb_zero(tsb.get());
-        Ball coef;
-        const std::size_t d = I.kind == InstanceKind::qk ? I.d() : 0;
-        if (I.kind == InstanceKind::qk) {
-            Matrix qm = I.q, km = I.k;
-            qm.v = centred(I.q);
-            km.v = centred(I.k);
-            enclose_matrix(qm, prec, Qc);
-            enclose_matrix(km, prec, Kc);
-            arb_set_fmpq(coef.get(), I.scale.q.get(), prec);
-            if (I.scale.kind == Number::Kind::rsqrt) arb_rsqrt(coef.get(), coef.get(), prec);
-            Ball t;
-            arb_set_fmpq(t.get(), I.temperature.get(), prec);
-            arb_mul(coef.get(), coef.get(), t.get(), prec);
-        } else if (I.kind == InstanceKind::matrix) {
-            // Double-centred log A in balls.
-            Lg = BallVec(n * N);
-            LogA = BallVec(n * N);
-            for (std::size_t a = 0; a < n * N; ++a) {
-                arb_set_fmpq(Lg[a], I.a.v[a].get(), prec);
-                arb_log(Lg[a], Lg[a], prec);
-                arb_set(LogA[a], Lg[a]);
-            }
-            BallVec rm(n), cm(N);
-            Ball all;
-            for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t j = 0; j < N; ++j) {
-                    arb_add(rm[i], rm[i], Lg[i * N + j], prec);
-                    arb_add(cm[j], cm[j], Lg[i * N + j], prec);
-                }
-            for (std::size_t i = 0; i < n; ++i) arb_add(all.get(), all.get(), rm[i], prec);
-            for (std::size_t i = 0; i < n; ++i) arb_div_ui(rm[i], rm[i], N, prec);
-            for (std::size_t j = 0; j < N; ++j) arb_div_ui(cm[j], cm[j], n, prec);
-            arb_div_ui(all.get(), all.get(), n * N, prec);
-            for (std::size_t i = 0; i < n; ++i)
-                for (std::size_t j = 0; j < N; ++j) {
-                    arb_sub(Lg[i * N + j], Lg[i * N + j], rm[i], prec);
-                    arb_sub(Lg[i * N + j], Lg[i * N + j], cm[j], prec);
-                    arb_add(Lg[i * N + j], Lg[i * N + j], all.get(), prec);
-                }
-        }
-        BallVec X, Y;
+        InteractionRows rows(I, p.x, p.y, r, prec, Cexact);
+        BallVec R(N), Arow(N), Atil(N), X, Y;
         enclose_matrix(p.x, prec, X);
         enclose_matrix(p.y, prec, Y);
-        Ball v, mx, mn, osc;
+        Ball mx, mn, osc, row_err;
         arb_zero(qb.get());
+        arb_zero(tsb.get());
         for (std::size_t i = 0; i < n; ++i) {
-            for (std::size_t j = 0; j < N; ++j) {
-                // v = C_ij - <x_i, y_j>
-                if (I.kind == InstanceKind::qk) {
-                    arb_dot(v.get(), nullptr, 0, Qc[i * d], 1, Kc[j * d], 1, static_cast<slong>(d), prec);
-                    arb_mul(v.get(), v.get(), coef.get(), prec);
-                } else if (I.kind == InstanceKind::logits) {
-                    arb_set_fmpq(v.get(), Cexact[i * N + j].get(), prec);
-                } else {
-                    arb_set(v.get(), Lg[i * N + j]);
-                }
-                arb_dot(v.get(), v.get(), 1, X[i * r], 1, Y[j * r], 1, static_cast<slong>(r), prec);
-                arb_set(Atil[j], v.get());  // C_ij - T_ij, for the Gibbs matrix of T
-                if (j == 0) {
-                    arb_set(mx.get(), v.get());
-                    arb_set(mn.get(), v.get());
-                } else {
-                    arb_max(mx.get(), mx.get(), v.get(), prec);
-                    arb_min(mn.get(), mn.get(), v.get(), prec);
-                }
+            rows.residual(i, R.data());
+            arb_set(mx.get(), R[0]);
+            arb_set(mn.get(), R[0]);
+            for (std::size_t j = 1; j < N; ++j) {
+                arb_max(mx.get(), mx.get(), R[j], prec);
+                arb_min(mn.get(), mn.get(), R[j], prec);
             }
             if (p.tau_star) {
-                // tau* row i: || softmax(S_i) - softmax(S_i - (C - T)_i) ||_1
-                if (I.kind == InstanceKind::matrix)
-                    for (std::size_t j = 0; j < N; ++j) arb_set(Srow[j], LogA[i * N + j]);
-                else
-                    enc.logits(i, Srow.data(), allowed.data());
-                for (std::size_t j = 0; j < N; ++j) {
-                    arb_sub(Atil[j], Srow[j], Atil[j], prec);
-                    arb_set(Arow[j], Srow[j]);
-                }
-                if (I.kind == InstanceKind::matrix)  // A as given (rows need not sum to one)
-                    for (std::size_t j = 0; j < N; ++j) arb_set_fmpq(Arow[j], I.a(i, j).get(), prec);
-                else
-                    enclose_softmax(Arow.data(), allowed.data(), N, prec);
-                enclose_softmax(Atil.data(), allowed.data(), N, prec);
+                rows.gibbs(i, R.data(), Arow.data(), Atil.data());
                 enclose_l1_distance(row_err.get(), Arow.data(), Atil.data(), N, prec);
                 if (i == 0) arb_set(tsb.get(), row_err.get());
                 else arb_max(tsb.get(), tsb.get(), row_err.get(), prec);
@@ -384,6 +404,74 @@ CertResult check_profile(const Instance& I, const Rat& eps, const Certificate& c
     res.detail = "q in [" + p.q_lo.str() + ", " + p.q_hi.str() + "]: " + vs(v_q) + "; tau: " + vs(v_tau) +
                  "; kappa <= " + p.kappa_hi.str() + " (gauge): " + vs(v_gauge) + "; kappa >= " + p.kappa_lo.str() +
                  " (dual): " + vs(v_kappa_lo) + (p.tau_star ? "; tau* (induced error): " + vs(v_ts) : "") + (p.visible_dim ? "; visible dimension " + std::to_string(*p.visible_dim) + ": " + vs(v_dim) : "");
+    return res;
+}
+
+CertResult check_sandwich(const Instance& I, const Rat& eps, const Certificate& cert, const CheckOptions& opt) {
+    // ||A - B|| <= ||A - A~|| + ||A~ - B|| <= t + (eps - t): a factor
+    // certificate for the Gibbs matrix A~ of T at eps - t, with t >= tau*(T),
+    // is an upper certificate for A at eps.
+    CertResult res;
+    res.kind = CertKind::sandwich;
+    res.upper = true;
+    res.rank = cert.rank;
+    const auto& p = cert.profile;
+    const Rat& t = cert.sandwich_tau;
+    const Rat rest = eps - t;
+    if (rest.sign() < 0) {
+        res.verdict = Verdict::refuted;
+        res.precision = "exact";
+        res.detail = "tau* bound " + t.str() + " exceeds eps";
+        return res;
+    }
+    const std::size_t n = I.n, N = I.N, k = cert.rank;
+    const std::vector<Rat> Cexact = I.kind == InstanceKind::logits ? centred_logits(I.logits) : std::vector<Rat>();
+    std::vector<Verdict> done(n, Verdict::undecided);
+    Endpoints worst_a, worst_b;
+    std::size_t undecided = n;
+    for (slong prec : PrecisionLadder::up_to(opt.max_prec).bits) {
+        res.precision = std::to_string(prec);
+        InteractionRows rows(I, p.x, p.y, p.r, prec, Cexact);
+        BallVec R(N), A(N), At(N), B(N), U, W;
+        enclose_matrix(cert.u, prec, U);
+        enclose_matrix(cert.w, prec, W);
+        Ball da, db;
+        undecided = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (done[i] == Verdict::verified) continue;
+            rows.residual(i, R.data());
+            rows.gibbs(i, R.data(), A.data(), At.data());
+            for (std::size_t j = 0; j < N; ++j)
+                arb_dot(B[j], nullptr, 0, U[i * k], 1, W[j * k], 1, static_cast<slong>(k), prec);
+            enclose_l1_distance(da.get(), A.data(), At.data(), N, prec);
+            enclose_l1_distance(db.get(), At.data(), B.data(), N, prec);
+            const Verdict va = decide_le(da.get(), t), vb = decide_le(db.get(), rest);
+            if (va == Verdict::refuted || vb == Verdict::refuted) {
+                res.verdict = Verdict::refuted;
+                res.detail = "row " + std::to_string(i) + ": " +
+                             (va == Verdict::refuted ? "|A_i - A~_i|_1 exceeds tau* bound " + t.str()
+                                                     : "|A~_i - B_i|_1 exceeds eps - tau* = " + rest.str());
+                res.decisive = {{"row", i}, {"a_minus_gibbs", ends(endpoints(da.get()))}, {"gibbs_minus_b", ends(endpoints(db.get()))},
+                                {"tau_star_bound", t.str()}, {"eps_minus_tau", rest.str()}};
+                return res;
+            }
+            if (va == Verdict::verified && vb == Verdict::verified) {
+                done[i] = Verdict::verified;
+                const Endpoints ea = endpoints(da.get()), eb = endpoints(db.get());
+                if (cmp(ea.hi, worst_a.hi) > 0) worst_a = ea;
+                if (cmp(eb.hi, worst_b.hi) > 0) worst_b = eb;
+            } else {
+                ++undecided;
+            }
+        }
+        if (undecided == 0) break;
+    }
+    res.verdict = undecided == 0 ? Verdict::verified : Verdict::undecided;
+    res.decisive = {{"tau_star_bound", t.str()}, {"eps_minus_tau", rest.str()},
+                    {"worst_a_minus_gibbs", ends(worst_a)}, {"worst_gibbs_minus_b", ends(worst_b)}};
+    res.detail = res.verdict == Verdict::verified
+                     ? "every row: |A_i - A~_i|_1 <= " + t.str() + " and |A~_i - B_i|_1 <= eps - tau*"
+                     : std::to_string(undecided) + " rows undecided";
     return res;
 }
 
