@@ -571,7 +571,7 @@ int profile_main(int argc, char** argv) {
             std::cout << std::left << std::setw(5) << "r" << std::setw(12) << "q" << std::setw(12) << "tau" << std::setw(12)
                       << "tau*" << std::setw(26)
                       << "kappa in" << std::setw(8) << "gap";
-            for (const auto& e : eps) std::cout << std::setw(14) << ("P(" + e.text + ")");
+            for (const auto& e : eps) std::cout << std::setw(14) << ("P(" + e.text + ")");  // as 1e<log10 P>
             std::cout << "verdict\n";
         }
         for (std::size_t t = 0; t < cands.size(); ++t) {
@@ -594,16 +594,17 @@ int profile_main(int argc, char** argv) {
             for (const auto& e : eps) {
                 std::ostringstream pv;
                 if (thi < e.approx) {
-                    const double plo = std::pow(1 + klo / ((e.approx - tlo) * (e.approx - tlo)), pc.r / 2.0);
-                    const double phi = std::pow(1 + khi / ((e.approx - thi) * (e.approx - thi)), pc.r / 2.0);
-                    pv << std::setprecision(4) << phi;
-                    P[e.text] = {plo, phi};
+                    // log10 P, which stays finite where P overflows a double.
+                    const double lplo = pc.r / 2.0 * std::log10(1 + klo / ((e.approx - tlo) * (e.approx - tlo)));
+                    const double lphi = pc.r / 2.0 * std::log10(1 + khi / ((e.approx - thi) * (e.approx - thi)));
+                    pv << std::setprecision(4) << "1e" << lphi;
+                    P[e.text] = {lplo, lphi};
                 } else {
                     pv << "-";
                 }
                 line << std::setw(14) << pv.str();
             }
-            row["P"] = P;
+            row["log10_P"] = P;
             if (native > 0 && static_cast<long>(pc.r) == visible) {
                 row["native"] = native;
                 row["native_over_kappa"] = native / khi;
