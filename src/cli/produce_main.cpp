@@ -552,17 +552,8 @@ int profile_main(int argc, char** argv) {
         // Native size in the given coordinates (qk, full dimension).
         double native = -1;
         if (I.kind == InstanceKind::qk) {
-            Mat Q(static_cast<Eigen::Index>(I.n), static_cast<Eigen::Index>(I.d())), K(static_cast<Eigen::Index>(I.N), static_cast<Eigen::Index>(I.d()));
-            for (std::size_t i = 0; i < I.n; ++i)
-                for (std::size_t t = 0; t < I.d(); ++t) Q(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(t)) = fmpq_get_d(I.q(i, t).get());
-            for (std::size_t j = 0; j < I.N; ++j)
-                for (std::size_t t = 0; t < I.d(); ++t) K(static_cast<Eigen::Index>(j), static_cast<Eigen::Index>(t)) = fmpq_get_d(I.k(j, t).get());
-            Q.rowwise() -= Q.colwise().mean();
-            K.rowwise() -= K.colwise().mean();
-            double c = fmpq_get_d(I.scale.q.get());
-            if (I.scale.kind == Number::Kind::rsqrt) c = 1 / std::sqrt(c);
-            c *= fmpq_get_d(I.temperature.get());
-            native = c * std::sqrt(Q.rowwise().squaredNorm().maxCoeff() * K.rowwise().squaredNorm().maxCoeff());
+            const FloatQK f = float_qk(I, true);
+            native = f.coef * std::sqrt(f.Q.rowwise().squaredNorm().maxCoeff() * f.K.rowwise().squaredNorm().maxCoeff());
         }
         json results = json::array();
         if (!json_out) {

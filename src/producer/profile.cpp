@@ -54,18 +54,8 @@ Mat interaction(const Instance& I) {
     const auto n = static_cast<Eigen::Index>(I.n), N = static_cast<Eigen::Index>(I.N);
     Mat S(n, N);
     if (I.kind == InstanceKind::qk) {
-        const auto d = static_cast<Eigen::Index>(I.d());
-        Mat Q(n, d), K(N, d);
-        for (Eigen::Index i = 0; i < n; ++i)
-            for (Eigen::Index t = 0; t < d; ++t) Q(i, t) = fmpq_get_d(I.q(i, t).get());
-        for (Eigen::Index j = 0; j < N; ++j)
-            for (Eigen::Index t = 0; t < d; ++t) K(j, t) = fmpq_get_d(I.k(j, t).get());
-        double c = fmpq_get_d(I.scale.q.get());
-        if (I.scale.kind == Number::Kind::rsqrt) c = 1 / std::sqrt(c);
-        c *= fmpq_get_d(I.temperature.get());
-        Q.rowwise() -= Q.colwise().mean();
-        K.rowwise() -= K.colwise().mean();
-        return c * Q * K.transpose();
+        const FloatQK f = float_qk(I, true);
+        return f.coef * f.Q * f.K.transpose();
     }
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = 0; j < N; ++j)

@@ -19,6 +19,25 @@ double max_row_l1(const Mat& m) {
     return m.cwiseAbs().rowwise().sum().maxCoeff();
 }
 
+FloatQK float_qk(const Instance& I, bool centre) {
+    FloatQK f;
+    const auto n = static_cast<Eigen::Index>(I.n), N = static_cast<Eigen::Index>(I.N), d = static_cast<Eigen::Index>(I.d());
+    f.Q = Mat(n, d);
+    f.K = Mat(N, d);
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index t = 0; t < d; ++t) f.Q(i, t) = fmpq_get_d(I.q(i, t).get());
+    for (Eigen::Index j = 0; j < N; ++j)
+        for (Eigen::Index t = 0; t < d; ++t) f.K(j, t) = fmpq_get_d(I.k(j, t).get());
+    f.coef = fmpq_get_d(I.scale.q.get());
+    if (I.scale.kind == Number::Kind::rsqrt) f.coef = 1 / std::sqrt(f.coef);
+    f.coef *= fmpq_get_d(I.temperature.get());
+    if (centre) {
+        f.Q.rowwise() -= f.Q.colwise().mean();
+        f.K.rowwise() -= f.K.colwise().mean();
+    }
+    return f;
+}
+
 Mat approximate_attention(const Instance& I) {
     const auto n = static_cast<Eigen::Index>(I.n), N = static_cast<Eigen::Index>(I.N);
     Mat A(n, N);
@@ -33,16 +52,8 @@ Mat approximate_attention(const Instance& I) {
             for (Eigen::Index j = 0; j < N; ++j)
                 S(i, j) = I.logits.is_neg_inf(i, j) ? -INFINITY : fmpq_get_d(I.logits(i, j).get());
     } else {
-        const auto d = static_cast<Eigen::Index>(I.d());
-        Mat Q(n, d), K(N, d);
-        for (Eigen::Index i = 0; i < n; ++i)
-            for (Eigen::Index t = 0; t < d; ++t) Q(i, t) = fmpq_get_d(I.q(i, t).get());
-        for (Eigen::Index j = 0; j < N; ++j)
-            for (Eigen::Index t = 0; t < d; ++t) K(j, t) = fmpq_get_d(I.k(j, t).get());
-        double scale = fmpq_get_d(I.scale.q.get());
-        if (I.scale.kind == Number::Kind::rsqrt) scale = 1 / std::sqrt(scale);
-        scale *= fmpq_get_d(I.temperature.get());
-        S = scale * Q * K.transpose();
+        const FloatQK f = float_qk(I);
+        S = f.coef * f.Q * f.K.transpose();
         for (Eigen::Index i = 0; i < n; ++i)
             for (Eigen::Index j = 0; j < N; ++j) {
                 if (!I.key_bias.empty()) S(i, j) += fmpq_get_d(I.key_bias[j].get());

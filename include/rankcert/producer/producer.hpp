@@ -20,6 +20,14 @@ namespace rankcert::producer {
 using Mat = Eigen::MatrixXd;
 using Vec = Eigen::VectorXd;
 
+// Q, K and the logit coefficient (temperature * scale) of a qk instance in
+// floating point; with centre, P_n Q and P_N K.
+struct FloatQK {
+    Mat Q, K;
+    double coef = 1;
+};
+FloatQK float_qk(const Instance& inst, bool centre = false);
+
 // A float approximation of the attention matrix (no error control).
 Mat approximate_attention(const Instance& inst);
 
