@@ -192,3 +192,67 @@ TEST_CASE("sandwich: a factor for the Gibbs matrix of T certifies an upper bound
         REQUIRE(profile_verdict(dir, inst, cert, pow10neg(6)) == Verdict::refuted);
     }
 }
+
+TEST_CASE("profile: q and the dual bound match exact rational arithmetic", "[profile]") {
+    // Random exact logits (no -inf) and a random rational T: C = P_n S P_N and
+    // q(C - T) are rational, and with lambda, mu and z_norm_sq squares of
+    // rationals the dual bound <Z, D^1/2 T D^1/2> / |Z| is rational too.
+    Rng rng(31);
+    for (int it = 0; it < 6; ++it) {
+        TempDir dir;
+        const std::size_t n = 3, N = 4;
+        std::vector<Rat> S(n * N), x(n), y(N);
+        for (auto& v : S) v = rng.rational_in(10, 3);
+        for (auto& v : x) v = rng.rational_in(10, 2);
+        for (auto& v : y) v = rng.rational_in(10, 2);
+        // Exact C and q.
+        std::vector<Rat> rowm(n), colm(N);
+        Rat all;
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = 0; j < N; ++j) {
+                rowm[i] = rowm[i] + S[i * N + j];
+                colm[j] = colm[j] + S[i * N + j];
+                all = all + S[i * N + j];
+            }
+        Rat q;
+        for (std::size_t i = 0; i < n; ++i) {
+            Rat mx, mn;
+            for (std::size_t j = 0; j < N; ++j) {
+                const Rat c = S[i * N + j] - rowm[i] / Rat(static_cast<long>(N)) - colm[j] / Rat(static_cast<long>(n)) +
+                              all / Rat(static_cast<long>(n * N));
+                const Rat v = c - x[i] * y[j];
+                if (j == 0 || v > mx) mx = v;
+                if (j == 0 || v < mn) mn = v;
+            }
+            if (i == 0 || mx - mn > q) q = mx - mn;
+        }
+        // lambda = (1/4, 9/16, 3/16)... use squares: (1/4, 1/4, 1/2) has sqrt(1/2) irrational, so
+        // lambda = (9/25, 16/25, 0), mu = (1/4, 1/4, 1/4, 1/4); z = x-row signs e_0 e_0^T: Z = e0 e0^T, |Z| = 1.
+        // Dual = sqrt(9/25) x_0 y_0 sqrt(1/4) = (3/5)(1/2) x_0 y_0.
+        const Rat dual = Rat(3, 10) * x[0] * y[0];
+        std::vector<json> sd, xd, yd;
+        for (auto& v : S) sd.push_back(v.str());
+        for (auto& v : x) xd.push_back(v.str());
+        for (auto& v : y) yd.push_back(v.str());
+        const json inst = {{"kind", "logits"}, {"logits", dense(n, N, sd)}};
+        const Rat g = pow10neg(30);
+        json c = {{"bound", "profile"}, {"kind", "profile"}, {"r", 1},
+                  {"x", dense(n, 1, xd)}, {"y", dense(N, 1, yd)}, {"gauge", dense(1, 1, {1})},
+                  {"lambda", vec({"9/25", "16/25", 0})}, {"mu", vec({"1/4", "1/4", "1/4", "1/4"})},
+                  {"zu", dense(n, 1, {1, 0, 0})}, {"zv", dense(N, 1, {1, 0, 0, 0})}, {"z_norm_sq", "1.000000000000000000000000000000000000001"},
+                  {"claims", {{"q", {(q - g).str(), (q + g).str()}}, {"tau", {-1, 2}}, {"kappa", {-100, 100}}}}};
+        INFO("iteration " << it << ", exact q " << q.str() << ", dual " << dual.str());
+        REQUIRE(profile_verdict(dir, inst, c) == Verdict::verified);
+        json c2 = c;
+        c2["claims"]["q"] = {(q + g).str(), (q + Rat(1)).str()};
+        REQUIRE(profile_verdict(dir, inst, c2) == Verdict::refuted);
+        // The dual reaches kappa_lo just below dual / sqrt(z_norm_sq) and not just above dual.
+        if (dual.sign() > 0) {
+            json c3 = c;
+            c3["claims"]["kappa"] = {(dual - pow10neg(20)).str(), 100};
+            REQUIRE(profile_verdict(dir, inst, c3) == Verdict::verified);
+            c3["claims"]["kappa"] = {(dual + g).str(), 100};
+            REQUIRE(profile_verdict(dir, inst, c3) == Verdict::refuted);
+        }
+    }
+}
