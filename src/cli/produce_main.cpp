@@ -549,12 +549,6 @@ int profile_main(int argc, char** argv) {
         std::ofstream(path) << bundle.dump() << "\n";
         Bundle b = load_bundle(path, path.string());
         Report rep = verify(b, {});
-        // Native size in the given coordinates (qk, full dimension).
-        double native = -1;
-        if (I.kind == InstanceKind::qk) {
-            const FloatQK f = float_qk(I, true);
-            native = f.coef * std::sqrt(f.Q.rowwise().squaredNorm().maxCoeff() * f.K.rowwise().squaredNorm().maxCoeff());
-        }
         json results = json::array();
         if (!json_out) {
             std::cout << "visible dimension " << visible << (vd >= 0 ? " (exact)" : " (float estimate)") << "; bundle " << path.string()
@@ -563,7 +557,7 @@ int profile_main(int argc, char** argv) {
                       << "tau*" << std::setw(26)
                       << "kappa in" << std::setw(8) << "gap";
             for (const auto& e : eps) std::cout << std::setw(14) << ("P(" + e.text + ")");  // as 1e<log10 P>
-            std::cout << "verdict\n";
+            std::cout << std::setw(18) << "native (ratio)" << "verdict\n";
         }
         for (std::size_t t = 0; t < cands.size(); ++t) {
             const auto& pc = cands[t];
@@ -596,19 +590,23 @@ int profile_main(int argc, char** argv) {
                 line << std::setw(14) << pv.str();
             }
             row["log10_P"] = P;
-            if (native > 0 && static_cast<long>(pc.r) == visible) {
+            const double native = native_size(I, C, pc.r);
+            if (native > 0) {
                 row["native"] = native;
                 row["native_over_kappa"] = native / khi;
+            }
+            {
+                std::ostringstream nv;
+                if (native > 0) nv << std::setprecision(4) << native << " (x" << std::setprecision(3) << native / khi << ")";
+                else nv << "-";
+                line << std::setw(18) << nv.str();
             }
             line << to_string(cr.verdict);
             if (!json_out) std::cout << line.str() << "\n";
             results.push_back(row);
         }
-        if (!json_out && native > 0)
-            std::cout << "native size in the given Q/K coordinates: " << std::setprecision(5) << native
-                      << " (kappa at r = visible dimension is intrinsic; the ratio shows what a gauge hides)\n";
         if (json_out) std::cout << json{{"visible_dim", visible}, {"exact", vd >= 0}, {"bundle", path.string()},
-                                        {"verdict", to_string(rep.verdict)}, {"native", native}, {"profiles", results}}.dump(2) << "\n";
+                                        {"verdict", to_string(rep.verdict)}, {"profiles", results}}.dump(2) << "\n";
         return rep.verdict == Verdict::verified ? 0 : rep.verdict == Verdict::refuted ? 1 : 2;
     } catch (const InputError& e) {
         std::cerr << e.what() << "\n";

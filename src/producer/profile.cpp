@@ -183,4 +183,20 @@ ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::strin
     return pc;
 }
 
+double native_size(const Instance& I, const Mat& C, std::size_t r) {
+    if (I.kind != InstanceKind::qk) return -1;
+    // T_r = U_r U_r^T C = (U_r U_r^T Q') Pi_W (K')^T c, where W is the row
+    // space of Q'' = U_r U_r^T Q' (dimension <= r) and Pi_W its orthogonal
+    // projector in the given coordinates: with an orthonormal basis B of W,
+    // T_r = (sqrt(c) Q'' B)(sqrt(c) K' B)^T, a factorisation of inner
+    // dimension r in the given Euclidean coordinates.
+    const FloatQK f = float_qk(I, true);
+    Eigen::BDCSVD<Mat> svd(C, Eigen::ComputeThinU);
+    const Mat Ur = svd.matrixU().leftCols(static_cast<Eigen::Index>(r));
+    const Mat Q2 = Ur * (Ur.transpose() * f.Q);
+    Eigen::BDCSVD<Mat> qs(Q2, Eigen::ComputeThinV);
+    const Mat B = qs.matrixV().leftCols(std::min<Eigen::Index>(static_cast<Eigen::Index>(r), qs.matrixV().cols()));
+    return f.coef * std::sqrt((Q2 * B).rowwise().squaredNorm().maxCoeff() * (f.K * B).rowwise().squaredNorm().maxCoeff());
+}
+
 }  // namespace rankcert::producer

@@ -21,4 +21,9 @@ struct ProfileCandidate {
 ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::string& dir, const std::string& stem,
                                    const Mat* A = nullptr);
 
+// The size of T_r = rank-r truncation of C in the given Q/K coordinates
+// projected on the retained subspace (qk only; -1 otherwise).  Always at
+// least kappa(T_r), since it is the size of one factorisation of T_r.
+double native_size(const Instance& inst, const Mat& C, std::size_t r);
+
 }  // namespace rankcert::producer
