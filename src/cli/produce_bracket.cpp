@@ -1,0 +1,159 @@
+// rankcert bracket (rankcert-produce); see src/cli/produce_main.cpp.
+#include "produce.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <unistd.h>
+
+#ifndef RANKCERT_VERSION
+#define RANKCERT_VERSION "unknown"
+#endif
+
+namespace fs = std::filesystem;
+using namespace rankcert;
+using namespace rankcert::producer;
+
+namespace rankcert::cli {
+
+int bracket_main(int argc, char** argv) {
+    CLI::App app{"rankcert bracket: find certificates for L <= r_eps(A) <= U, verify them with the trusted checker, "
+                 "and write one rankcert/1 bundle per eps.",
+                 "rankcert bracket"};
+    app.set_version_flag("--version", std::string("rankcert ") + RANKCERT_VERSION);
+    std::string instance, q, k, logits, matrix, scale = "", mask, temperature, key_bias, eps_text = "0.1", out = ".",
+                                                              name = "", provenance;
+    bool json_out = false, no_tail = false, no_lp = false, quiet = false;
+    slong max_prec = PrecisionLadder::default_max_bits;
+    unsigned threads = 0;
+    app.add_option("--instance", instance, "Bundle or bundle-style instance JSON (its sidecars are copied)");
+    app.add_option("--q", q, "Queries: Q.npy, F.npz:NAME or F.safetensors:NAME");
+    app.add_option("--k", k, "Keys (same forms)");
+    app.add_option("--scale", scale, "Logit scale: a number (1/8, 0.125) or rsqrt:D for 1/sqrt(D)");
+    app.add_option("--mask", mask, "none, causal, or a boolean tensor");
+    app.add_option("--temperature", temperature, "Temperature multiplier t (logits t*s*<q,k>)");
+    app.add_option("--key-bias", key_bias, "Key log-weights (tensor of length N)");
+    app.add_option("--logits", logits, "Logits tensor (n x N; -inf masks)");
+    app.add_option("--matrix", matrix, "Attention matrix tensor (n x N)");
+    app.add_option("--eps", eps_text, "Tolerances, comma separated (default 0.1)");
+    app.add_option("--out", out, "Output folder (default .)");
+    app.add_option("--name", name, "File stem of the bundles (default: from the input)");
+    app.add_option("--provenance", provenance, "JSON object recorded as the bundles' provenance");
+    app.add_flag("--json", json_out, "Print the results as JSON");
+    app.add_flag("--no-tail", no_tail, "Skip tail certificates");
+    app.add_flag("--no-lp", no_lp, "Skip the LP growth of Neumann certificates");
+    double lp_budget = 4;
+    int refits = 1;
+    app.add_option("--refits", refits, "Alternating L1 refits of the factor per rank tried (default 1)");
+    app.add_option("--lp-budget", lp_budget, "Seconds of LP growth per eps (default 4)");
+    app.add_flag("-q,--quiet", quiet, "No progress output");
+    app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
+    app.add_option("--threads", threads, "Checker threads (default: one per core)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        std::cerr << "rankcert bracket: " << e.what() << " (see rankcert bracket --help)\n";
+        return 3;
+    }
+    try {
+        const int sources = !instance.empty() + !q.empty() + !logits.empty() + !matrix.empty();
+        if (sources != 1) throw InputError("rankcert bracket: give exactly one of --instance, --q/--k, --logits, --matrix");
+        fs::create_directories(out);
+        BracketOptions opt;
+        opt.eps = parse_eps_list(eps_text);
+        opt.out_dir = out;
+        opt.check.max_prec = max_prec;
+        opt.check.threads = threads;
+        opt.tail = !no_tail;
+        opt.lp = !no_lp && lp_budget > 0;
+        opt.lower.lp_budget = lp_budget;
+        opt.upper.alternations = refits;
+        const auto start = std::chrono::steady_clock::now();
+        auto stamp = [start]() {
+            std::ostringstream o;
+            o << "[" << std::fixed << std::setprecision(1)
+              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] ";
+            return o.str();
+        };
+        if (!quiet && isatty(STDERR_FILENO))
+            opt.progress = [stamp](const std::string& s) { std::cerr << "\r\033[K" << stamp() << s << std::flush; };
+        else if (!quiet)
+            opt.progress = [stamp](const std::string& s) { std::cerr << stamp() << s << "\n"; };
+        json inst;
+        std::string stem = name;
+        if (!instance.empty()) {
+            json doc = read_json_file(instance, instance);
+            inst = doc.contains("instance") ? doc["instance"] : doc;
+            if (doc.contains("provenance") && provenance.empty()) opt.provenance = doc["provenance"];
+            copy_sidecars(inst, fs::path(instance).parent_path(), out);
+            if (stem.empty()) stem = fs::path(instance).stem().string();
+        } else if (!q.empty()) {
+            if (k.empty() || scale.empty()) throw InputError("rankcert bracket: --q needs --k and --scale");
+            if (stem.empty()) stem = fs::path(q.substr(0, q.find(':'))).stem().string();
+            inst = {{"kind", "qk"},
+                    {"q", exact_array_json(read_tensor(q), out, stem + ".q.npy")},
+                    {"k", exact_array_json(read_tensor(k), out, stem + ".k.npy")}};
+            if (scale.rfind("rsqrt:", 0) == 0) inst["scale"] = {{"rsqrt", scale.substr(6)}};
+            else inst["scale"] = scale;
+            if (!key_bias.empty()) inst["key_bias"] = exact_array_json(read_tensor(key_bias), out, stem + ".key_bias.npy");
+            if (!mask.empty()) {
+                if (mask == "none" || mask == "causal") inst["mask"] = mask;
+                else inst["mask"] = exact_array_json(read_tensor(mask), out, stem + ".mask.npy");
+            }
+        } else if (!logits.empty()) {
+            if (stem.empty()) stem = fs::path(logits.substr(0, logits.find(':'))).stem().string();
+            inst = {{"kind", "logits"}, {"logits", exact_array_json(read_tensor(logits, true), out, stem + ".logits.npy")}};
+        } else {
+            if (stem.empty()) stem = fs::path(matrix.substr(0, matrix.find(':'))).stem().string();
+            inst = {{"kind", "matrix"}, {"a", exact_array_json(read_tensor(matrix), out, stem + ".a.npy")}};
+        }
+        if (!temperature.empty()) {
+            if (inst.value("kind", "") != "qk") throw InputError("rankcert bracket: --temperature applies to qk instances");
+            inst["temperature"] = temperature;
+            stem += "-t" + temperature;
+        }
+        if (!provenance.empty()) opt.provenance = parse_json_text(provenance, "--provenance");
+        opt.provenance["producer"] = std::string("rankcert bracket ") + RANKCERT_VERSION;
+        opt.stem = stem;
+        auto results = run_bracket(inst, opt);
+        if (opt.progress && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
+        int worst = 0;
+        json all = json::array();
+        if (!json_out) {
+            std::cout << std::left << std::setw(8) << "eps" << std::setw(12) << "bracket" << std::setw(8) << "closed"
+                      << std::setw(20) << "lower by" << std::setw(20) << "upper by" << std::setw(10) << "verdict"
+                      << "time    bundle\n";
+        }
+        for (const auto& r : results) {
+            if (r.verdict != Verdict::verified) worst = std::max(worst, r.verdict == Verdict::refuted ? 1 : 2);
+            const std::string br = "[" + std::to_string(r.lower) + ", " + std::to_string(r.upper) + "]";
+            if (json_out) {
+                all.push_back({{"eps", r.eps_text}, {"lower", r.lower}, {"upper", r.upper}, {"closed", r.closed},
+                               {"lower_kind", r.lower_kind}, {"upper_kind", r.upper_kind},
+                               {"verdict", to_string(r.verdict)}, {"seconds", r.seconds}, {"bundle", r.bundle_path},
+                               {"svd_rank", r.svd_rank}});
+            } else {
+                std::ostringstream t;
+                t << std::fixed << std::setprecision(2) << r.seconds << "s";
+                std::cout << std::left << std::setw(8) << r.eps_text << std::setw(12) << br << std::setw(8)
+                          << (r.closed ? "yes" : "no") << std::setw(20) << r.lower_kind << std::setw(20) << r.upper_kind
+                          << std::setw(10) << to_string(r.verdict) << std::setw(8) << t.str() << r.bundle_path << "\n";
+            }
+        }
+        if (json_out) std::cout << json{{"results", all}}.dump(2) << "\n";
+        return worst;
+    } catch (const InputError& e) {
+        std::cerr << e.what() << "\n";
+        return 3;
+    } catch (const std::exception& e) {
+        std::cerr << "rankcert bracket: internal error: " << e.what() << "\n";
+        return 4;
+    }
+}
+
+}  // namespace rankcert::cli
