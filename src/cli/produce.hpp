@@ -7,11 +7,31 @@
 #include "rankcert/producer/profile.hpp"
 #include "rankcert/profile.hpp"
 
+#include <CLI/CLI.hpp>
+
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <iostream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
+#ifndef RANKCERT_VERSION
+#define RANKCERT_VERSION "unknown"
+#endif
+
 namespace rankcert::cli {
+
+namespace fs = std::filesystem;
+using namespace rankcert;
+using namespace rankcert::producer;
+
+// Parse the command line (usage errors: exit 3 with one line), then run body;
+// InputError -> one line, exit 3; anything else -> internal error, exit 4.
+int run_command(CLI::App& app, int argc, char** argv, const std::string& name, const std::function<int()>& body);
 
 // Copy the sidecars an instance refers to into the output folder.
 void copy_sidecars(const json& inst, const std::filesystem::path& from, const std::filesystem::path& to);

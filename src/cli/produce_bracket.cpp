@@ -1,23 +1,6 @@
 // rankcert bracket (rankcert-produce); see src/cli/produce_main.cpp.
 #include "produce.hpp"
 
-#include <CLI/CLI.hpp>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
-#include <unistd.h>
-
-#ifndef RANKCERT_VERSION
-#define RANKCERT_VERSION "unknown"
-#endif
-
-namespace fs = std::filesystem;
-using namespace rankcert;
-using namespace rankcert::producer;
-
 namespace rankcert::cli {
 
 int bracket_main(int argc, char** argv) {
@@ -53,14 +36,7 @@ int bracket_main(int argc, char** argv) {
     app.add_flag("-q,--quiet", quiet, "No progress output");
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
     app.add_option("--threads", threads, "Checker threads (default: one per core)");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);
-        std::cerr << "rankcert bracket: " << e.what() << " (see rankcert bracket --help)\n";
-        return 3;
-    }
-    try {
+    return run_command(app, argc, argv, "rankcert bracket", [&]() -> int {
         const int sources = !instance.empty() + !q.empty() + !logits.empty() + !matrix.empty();
         if (sources != 1) throw InputError("rankcert bracket: give exactly one of --instance, --q/--k, --logits, --matrix");
         fs::create_directories(out);
@@ -147,13 +123,7 @@ int bracket_main(int argc, char** argv) {
         }
         if (json_out) std::cout << json{{"results", all}}.dump(2) << "\n";
         return worst;
-    } catch (const InputError& e) {
-        std::cerr << e.what() << "\n";
-        return 3;
-    } catch (const std::exception& e) {
-        std::cerr << "rankcert bracket: internal error: " << e.what() << "\n";
-        return 4;
-    }
+    });
 }
 
 }  // namespace rankcert::cli

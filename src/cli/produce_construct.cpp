@@ -1,23 +1,6 @@
 // rankcert construct (rankcert-produce); see src/cli/produce_main.cpp.
 #include "produce.hpp"
 
-#include <CLI/CLI.hpp>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
-#include <unistd.h>
-
-#ifndef RANKCERT_VERSION
-#define RANKCERT_VERSION "unknown"
-#endif
-
-namespace fs = std::filesystem;
-using namespace rankcert;
-using namespace rankcert::producer;
-
 namespace rankcert::cli {
 
 namespace {
@@ -97,14 +80,7 @@ int construct_main(int argc, char** argv) {
     app.add_option("--fit-top", fit_top, "Fit the slope over this many largest parameter values (default: half, at least 3)");
     app.add_option("--out", out, "Output folder");
     app.add_flag("-q,--quiet", quiet, "No progress output");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);
-        std::cerr << "rankcert construct: " << e.what() << " (see rankcert construct --help)\n";
-        return 3;
-    }
-    try {
+    return run_command(app, argc, argv, "rankcert construct", [&]() -> int {
         const bool beta_sweep = eps_sweep.empty();
         if (beta_sweep && betas.empty()) throw InputError("rankcert construct: give --betas, or --beta with --eps-sweep");
         if (!beta_sweep && beta.empty()) throw InputError("rankcert construct: --eps-sweep needs --beta");
@@ -181,13 +157,7 @@ int construct_main(int argc, char** argv) {
         std::cout << tag << ": fitted slope of L " << std::setprecision(3) << sl << ", of U " << su << " (theory " << theory
                   << ") over " << top << " points; " << sweep_path << "\n";
         return 0;
-    } catch (const InputError& e) {
-        std::cerr << e.what() << "\n";
-        return 3;
-    } catch (const std::exception& e) {
-        std::cerr << "rankcert construct: " << e.what() << "\n";
-        return 4;
-    }
+    });
 }
 
 }  // namespace rankcert::cli

@@ -1,23 +1,6 @@
 // rankcert extract (rankcert-produce); see src/cli/produce_main.cpp.
 #include "produce.hpp"
 
-#include <CLI/CLI.hpp>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
-#include <unistd.h>
-
-#ifndef RANKCERT_VERSION
-#define RANKCERT_VERSION "unknown"
-#endif
-
-namespace fs = std::filesystem;
-using namespace rankcert;
-using namespace rankcert::producer;
-
 namespace rankcert::cli {
 
 namespace {
@@ -45,14 +28,7 @@ int extract_main(int argc, char** argv) {
     app.add_option("--name", name, "Stem of the written files (default text)");
     app.add_option("--generate", generate, "Instead: print the greedy continuation of this prompt");
     app.add_option("--steps", steps, "Tokens to generate with --generate");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);
-        std::cerr << "rankcert extract: " << e.what() << " (see rankcert extract --help)\n";
-        return 3;
-    }
-    try {
+    return run_command(app, argc, argv, "rankcert extract", [&]() -> int {
         Llama2Model model(checkpoint);
         const auto& c = model.config();
         Llama2Tokenizer tok(tokenizer, c.vocab_size);
@@ -123,13 +99,7 @@ int extract_main(int argc, char** argv) {
         std::cout << "wrote " << written << " instances (" << c.n_layers << " layers x " << c.n_heads << " heads, " << T
                   << " tokens) to " << out << "\n";
         return 0;
-    } catch (const InputError& e) {
-        std::cerr << e.what() << "\n";
-        return 3;
-    } catch (const std::exception& e) {
-        std::cerr << "rankcert extract: internal error: " << e.what() << "\n";
-        return 4;
-    }
+    });
 }
 
 }  // namespace rankcert::cli

@@ -1,23 +1,6 @@
 // rankcert profile (rankcert-produce); see src/cli/produce_main.cpp.
 #include "produce.hpp"
 
-#include <CLI/CLI.hpp>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
-#include <unistd.h>
-
-#ifndef RANKCERT_VERSION
-#define RANKCERT_VERSION "unknown"
-#endif
-
-namespace fs = std::filesystem;
-using namespace rankcert;
-using namespace rankcert::producer;
-
 namespace rankcert::cli {
 
 int profile_main(int argc, char** argv) {
@@ -35,14 +18,7 @@ int profile_main(int argc, char** argv) {
     app.add_flag("--json", json_out, "JSON output");
     std::string temperature;
     app.add_option("--temperature", temperature, "Temperature multiplier t for a qk instance");
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        if (e.get_exit_code() == 0) return app.exit(e);
-        std::cerr << "rankcert profile: " << e.what() << " (see rankcert profile --help)\n";
-        return 3;
-    }
-    try {
+    return run_command(app, argc, argv, "rankcert profile", [&]() -> int {
         fs::create_directories(out);
         json doc = read_json_file(instance, instance);
         json inst = doc.contains("instance") ? doc["instance"] : doc;
@@ -148,13 +124,7 @@ int profile_main(int argc, char** argv) {
         if (json_out) std::cout << json{{"visible_dim", visible}, {"exact", vd >= 0}, {"bundle", path.string()},
                                         {"verdict", to_string(rep.verdict)}, {"profiles", results}}.dump(2) << "\n";
         return rep.verdict == Verdict::verified ? 0 : rep.verdict == Verdict::refuted ? 1 : 2;
-    } catch (const InputError& e) {
-        std::cerr << e.what() << "\n";
-        return 3;
-    } catch (const std::exception& e) {
-        std::cerr << "rankcert profile: internal error: " << e.what() << "\n";
-        return 4;
-    }
+    });
 }
 
 }  // namespace rankcert::cli

@@ -1,23 +1,6 @@
 // Utilities shared by the rankcert-produce commands.
 #include "produce.hpp"
 
-#include <CLI/CLI.hpp>
-
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iomanip>
-#include <iostream>
-#include <unistd.h>
-
-#ifndef RANKCERT_VERSION
-#define RANKCERT_VERSION "unknown"
-#endif
-
-namespace fs = std::filesystem;
-using namespace rankcert;
-using namespace rankcert::producer;
-
 namespace rankcert::cli {
 
 // Copy the sidecars an instance refers to into the output folder.
@@ -47,6 +30,25 @@ std::vector<std::string> split(const std::string& s) {
         p = q + 1;
     }
     return out;
+}
+
+int run_command(CLI::App& app, int argc, char** argv, const std::string& name, const std::function<int()>& body) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        if (e.get_exit_code() == 0) return app.exit(e);
+        std::cerr << name << ": " << e.what() << " (see " << name << " --help)\n";
+        return 3;
+    }
+    try {
+        return body();
+    } catch (const InputError& e) {
+        std::cerr << e.what() << "\n";
+        return 3;
+    } catch (const std::exception& e) {
+        std::cerr << name << ": internal error: " << e.what() << "\n";
+        return 4;
+    }
 }
 
 }  // namespace rankcert::cli
