@@ -26,7 +26,7 @@ std::vector<std::pair<double, double>> certified_kappa(const TempDir& dir, const
     for (std::size_t t = 0; t < rs.size(); ++t) {
         INFO(rep.certificates[t].detail);
         REQUIRE(rep.certificates[t].verdict == Verdict::verified);
-        out.emplace_back(fmpq_get_d(b.certificates[t].profile.kappa_lo.get()), fmpq_get_d(b.certificates[t].profile.kappa_hi.get()));
+        out.emplace_back(fmpq_get_d(b.certificates[t].as<ProfileCert>().kappa_lo.get()), fmpq_get_d(b.certificates[t].as<ProfileCert>().kappa_hi.get()));
     }
     return out;
 }

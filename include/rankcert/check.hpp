@@ -1,9 +1,10 @@
-// The trusted checker: certificate checks, the bundle verdict, witnesses.
+// The trusted checker: certificate checks and the bundle verdict.
 //
 // rankcert prints "verified" for a bundle only if every certificate's
-// defining inequality (THEORY.md sections 3-4) holds for every point of
-// rigorous enclosures of the exact instance, and the claim lies inside the
-// certified bracket.
+// defining inequality (docs/theory.md, "Upper bounds", "Lower bounds") holds
+// for every point of rigorous enclosures of the exact instance, and the claim
+// lies inside the certified bracket.  Each certificate kind is one unit under
+// src/checker/cert/ (see rankcert/kinds.hpp); this header is what they share.
 #pragma once
 
 #include "rankcert/bundle.hpp"
@@ -25,12 +26,12 @@ struct CheckOptions {
 struct CertResult {
     std::size_t index = 0;
     CertKind kind = CertKind::trivial;
-    bool upper = false;
+    Bound bound = Bound::lower;
     std::uint64_t rank = 0;
     Verdict verdict = Verdict::undecided;
     std::string detail;     // one human-readable sentence
     std::string precision;  // "64" .. bits, "exact", or "theorem"
-    json decisive;          // the decisive quantities as exact numbers
+    json decisive;          // the decisive quantities as exact numbers (witness)
 };
 
 struct Report {
@@ -45,9 +46,5 @@ struct Report {
 
 CertResult check_certificate(const Instance& inst, const Rat& eps, const Certificate& cert, const CheckOptions& opt);
 Report verify(const Bundle& b, const CheckOptions& opt);
-
-// The `--json` object of one bundle and the witness file (docs/format.md).
-json report_json(const Bundle& b, const Report& r);
-json witness_json(const Bundle& b, const Report& r, const std::string& tool_version);
 
 }  // namespace rankcert

@@ -37,6 +37,10 @@ void enclose_matrix(const Matrix& m, slong prec, BallVec& out);
 // entries become exact zeros.  At least one entry must be allowed.
 void enclose_softmax(arb_ptr row, const std::uint8_t* allowed, std::size_t N, slong prec);
 
+// The logit coefficient temperature * scale of a qk instance (scale = q or
+// 1/sqrt(q)), enclosed.
+void enclose_logit_coefficient(const Instance& inst, slong prec, arb_ptr out);
+
 // res = sum_j |a_j - b_j|
 void enclose_l1_distance(arb_ptr res, arb_srcptr a, arb_srcptr b, std::size_t N, slong prec);
 
@@ -57,8 +61,5 @@ private:
     BallVec q_, k_, bias_;
     Ball coef_;  // temperature * scale
 };
-
-// Exact rows of a `matrix` instance (only kind where A is rational).
-inline const Rat* exact_row(const Instance& inst, std::size_t i) { return &inst.a.v[i * inst.N]; }
 
 }  // namespace rankcert

@@ -101,6 +101,11 @@ Verdict decide_le(arb_srcptr x, const Rat& t);
 Verdict decide_lt(arb_srcptr x, const Rat& t);
 // Is x > t for every point of x?  refuted when x <= t for every point.
 Verdict decide_gt(arb_srcptr x, const Rat& t);
+// Is x >= t for every point of x?  refuted when x < t for every point.
+Verdict decide_ge(arb_srcptr x, const Rat& t);
+// Is lo <= x <= hi for every point of x?  refuted when every point lies
+// outside [lo, hi] on one side.
+Verdict decide_in(arb_srcptr x, const Rat& lo, const Rat& hi);
 
 // Exact dyadic endpoints of a ball (lower, upper).  Infinite or NaN balls
 // (which only arise on overflow) give an `unbounded` flag.

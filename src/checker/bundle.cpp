@@ -6,28 +6,16 @@
 // has an allowed entry.
 #include "rankcert/bundle.hpp"
 
+#include "cert/common.hpp"
+#include "rankcert/kinds.hpp"
+
 #include <algorithm>
 #include <fstream>
-#include <tuple>
-#include <set>
 #include <sstream>
 
 namespace rankcert {
 
 namespace fs = std::filesystem;
-
-const char* to_string(CertKind k) {
-    switch (k) {
-    case CertKind::factor: return "factor";
-    case CertKind::row_interpolative: return "row_interpolative";
-    case CertKind::neumann: return "neumann";
-    case CertKind::tail: return "tail";
-    case CertKind::trivial: return "trivial";
-    case CertKind::profile: return "profile";
-    case CertKind::sandwich: return "sandwich";
-    }
-    return "?";
-}
 
 bool Instance::allowed(std::size_t i, std::size_t j) const {
     switch (kind) {
@@ -43,20 +31,16 @@ bool Instance::allowed(std::size_t i, std::size_t j) const {
     return true;
 }
 
+bool Instance::has_mask() const {
+    if (kind == InstanceKind::qk) return mask != MaskKind::none;
+    if (kind == InstanceKind::logits)
+        return std::any_of(logits.neg_inf.begin(), logits.neg_inf.end(), [](auto f) { return f != 0; });
+    return false;
+}
+
 namespace {
 
-void expect_shape(const Matrix& m, std::size_t rows, std::size_t cols, const Where& w, const std::string& what) {
-    if (m.rows != rows || m.cols != cols)
-        throw InputError(w, "shape [" + std::to_string(m.rows) + ", " + std::to_string(m.cols) + "] does not match " +
-                                what + " [" + std::to_string(rows) + ", " + std::to_string(cols) + "]");
-}
-
-std::vector<Rat> as_vector(const Matrix& m, std::size_t len, const Where& w) {
-    if (!((m.rows == len && m.cols == 1) || (m.rows == 1 && m.cols == len)))
-        throw InputError(w, "expected a vector of length " + std::to_string(len) + ", found shape [" +
-                                std::to_string(m.rows) + ", " + std::to_string(m.cols) + "]");
-    return m.v;
-}
+using cert::as_vector;
 
 Instance parse_instance(const json& j, const Where& w, ArrayLoader& L) {
     Instance I;
@@ -124,157 +108,25 @@ Instance parse_instance(const json& j, const Where& w, ArrayLoader& L) {
     return I;
 }
 
-std::vector<std::size_t> parse_rows(const json& j, const Where& w, std::size_t n) {
-    if (!j.is_array()) throw InputError(w, "expected a list of row indices");
-    std::vector<std::size_t> rows;
-    std::set<std::size_t> seen;
-    for (std::size_t t = 0; t < j.size(); ++t) {
-        auto r = parse_index(j[t], w.index(t), n);
-        if (!seen.insert(r).second) throw InputError(w.index(t), "row " + std::to_string(r) + " repeated (rows must be distinct)");
-        rows.push_back(r);
-    }
-    return rows;
-}
-
-void check_rank(const json& c, const Where& w, std::uint64_t expected, Certificate& cert, bool required) {
-    if (auto r = optional(c, "rank")) {
-        cert.rank = parse_index(*r, w.key("rank"));
-        if (cert.rank != expected)
-            throw InputError(w.key("rank"), "is " + std::to_string(cert.rank) + " but the data prove rank " +
-                                                std::to_string(expected));
-    } else if (required) {
-        throw InputError(w.key("rank"), "missing");
-    }
-    cert.rank = expected;
-}
-
-std::pair<Rat, Rat> parse_interval(const json& obj, const char* key, const Where& w) {
-    const json& iv = require(obj, key, w);
-    if (!iv.is_array() || iv.size() != 2) throw InputError(w.key(key), "must be [lo, hi]");
-    Rat lo = parse_rational(iv[0], w.key(key).index(0)), hi = parse_rational(iv[1], w.key(key).index(1));
-    if (lo > hi) throw InputError(w.key(key), "lo > hi");
-    return {lo, hi};
-}
-
-void parse_profile(const json& c, const Where& w, const Instance& I, ArrayLoader& L, Certificate& cert) {
-    // The interaction is defined only where every logit is finite.
-    if ((I.kind == InstanceKind::qk && I.mask != MaskKind::none) ||
-        (I.kind == InstanceKind::logits && std::any_of(I.logits.neg_inf.begin(), I.logits.neg_inf.end(), [](auto f) { return f != 0; })))
-        throw InputError(w, "a profile needs an unmasked instance (masked rows have no interaction C)");
-    auto& p = cert.profile;
-    p.r = parse_index(require(c, "r", w), w.key("r"), 1u << 16);
-    cert.rank = p.r;
-    p.x = L.load(require(c, "x", w), w.key("x"));
-    p.y = L.load(require(c, "y", w), w.key("y"));
-    expect_shape(p.x, I.n, p.r, w.key("x"), "n x r");
-    expect_shape(p.y, I.N, p.r, w.key("y"), "N x r");
-    p.gauge = L.load(require(c, "gauge", w), w.key("gauge"));
-    expect_shape(p.gauge, p.r, p.r, w.key("gauge"), "r x r");
-    p.lambda = as_vector(L.load(require(c, "lambda", w), w.key("lambda")), I.n, w.key("lambda"));
-    p.mu = as_vector(L.load(require(c, "mu", w), w.key("mu")), I.N, w.key("mu"));
-    p.zu = L.load(require(c, "zu", w), w.key("zu"));
-    p.zv = L.load(require(c, "zv", w), w.key("zv"));
-    if (p.zu.rows != I.n || p.zv.rows != I.N || p.zu.cols != p.zv.cols)
-        throw InputError(w.key("zu"), "zu (n x s) and zv (N x s) must share their column count");
-    p.z_norm_sq = parse_rational(require(c, "z_norm_sq", w), w.key("z_norm_sq"));
-    if (p.z_norm_sq.sign() <= 0) throw InputError(w.key("z_norm_sq"), "must be positive");
-    const json& cl = require(c, "claims", w);
-    const Where wc = w.key("claims");
-    std::tie(p.q_lo, p.q_hi) = parse_interval(cl, "q", wc);
-    std::tie(p.tau_lo, p.tau_hi) = parse_interval(cl, "tau", wc);
-    std::tie(p.kappa_lo, p.kappa_hi) = parse_interval(cl, "kappa", wc);
-    if (auto v = optional(cl, "visible_dim")) p.visible_dim = parse_index(*v, wc.key("visible_dim"));
-    if (optional(cl, "tau_star")) p.tau_star = parse_interval(cl, "tau_star", wc);
-}
-
 Certificate parse_certificate(const json& c, const Where& w, const Instance& I, ArrayLoader& L) {
-    Certificate cert;
     const std::string bound = require_string(c, "bound", w);
     const std::string kind = require_string(c, "kind", w);
-    if (bound == "profile" || kind == "profile") {
-        if (bound != "profile" || kind != "profile")
-            throw InputError(w.key("bound"), "a profile certificate has \"bound\": \"profile\" and \"kind\": \"profile\"");
-        cert.kind = CertKind::profile;
-        parse_profile(c, w, I, L, cert);
-        return cert;
+    if ((bound == "profile") != (kind == "profile"))
+        throw InputError(w.key("bound"), "a profile certificate has \"bound\": \"profile\" and \"kind\": \"profile\"");
+    if (bound != "upper" && bound != "lower" && bound != "profile")
+        throw InputError(w.key("bound"), "must be \"upper\", \"lower\" or \"profile\"");
+    const KindInfo* info = find_kind(kind);
+    if (!info) {
+        std::string names;
+        for (const auto& k : kinds()) names += std::string(names.empty() ? "" : ", ") + k.name;
+        throw InputError(w.key("kind"), "unknown certificate kind \"" + kind + "\" (" + names + ")");
     }
-    if (bound != "upper" && bound != "lower") throw InputError(w.key("bound"), "must be \"upper\", \"lower\" or \"profile\"");
-    cert.upper = bound == "upper";
-    auto need_bound = [&](bool upper) {
-        if (cert.upper != upper)
-            throw InputError(w.key("bound"), "a " + kind + " certificate proves a" + (upper ? "n upper" : " lower") + " bound");
-    };
-    if (kind == "factor") {
-        need_bound(true);
-        cert.kind = CertKind::factor;
-        cert.u = L.load(require(c, "u", w), w.key("u"));
-        cert.w = L.load(require(c, "w", w), w.key("w"));
-        std::size_t k = cert.u.cols;
-        if (cert.u.is_vector && cert.u.rows == I.n) k = 1;
-        expect_shape(cert.u, I.n, k, w.key("u"), "n x k");
-        expect_shape(cert.w, I.N, k, w.key("w"), "N x k");
-        check_rank(c, w, k, cert, true);
-    } else if (kind == "row_interpolative") {
-        need_bound(true);
-        cert.kind = CertKind::row_interpolative;
-        cert.rows = parse_rows(require(c, "rows", w), w.key("rows"), I.n);
-        cert.x = L.load(require(c, "x", w), w.key("x"));
-        expect_shape(cert.x, I.n, cert.rows.size(), w.key("x"), "n x k");
-        check_rank(c, w, cert.rows.size(), cert, false);
-    } else if (kind == "neumann") {
-        need_bound(false);
-        cert.kind = CertKind::neumann;
-        cert.rows = parse_rows(require(c, "rows", w), w.key("rows"), I.n);
-        cert.r = L.load_sparse(require(c, "r", w), w.key("r"));
-        if (cert.r.rows != I.N || cert.r.cols != cert.rows.size())
-            throw InputError(w.key("r"), "shape [" + std::to_string(cert.r.rows) + ", " + std::to_string(cert.r.cols) +
-                                             "] does not match N x m [" + std::to_string(I.N) + ", " +
-                                             std::to_string(cert.rows.size()) + "]");
-        check_rank(c, w, cert.rows.size(), cert, true);
-    } else if (kind == "tail") {
-        need_bound(false);
-        cert.kind = CertKind::tail;
-        cert.rows = parse_rows(require(c, "rows", w), w.key("rows"), I.n);
-        if (cert.rows.size() > Limits::max_tail_rows)
-            throw InputError(w.key("rows"), "a tail certificate may use at most " + std::to_string(Limits::max_tail_rows) +
-                                                " rows (its Gram matrix is m x m)");
-        cert.r = L.load_sparse(require(c, "r", w), w.key("r"));
-        if (cert.r.rows != I.N) throw InputError(w.key("r"), "has " + std::to_string(cert.r.rows) + " rows, N = " + std::to_string(I.N));
-        cert.k = parse_index(require(c, "k", w), w.key("k"));
-        cert.mu = parse_rational(require(c, "mu", w), w.key("mu"));
-        if (cert.mu.sign() < 0) throw InputError(w.key("mu"), "must be >= 0");
-        cert.f = L.load(require(c, "f", w), w.key("f"));
-        if (cert.f.rows != cert.rows.size())
-            throw InputError(w.key("f"), "has " + std::to_string(cert.f.rows) + " rows, expected m = " +
-                                             std::to_string(cert.rows.size()));
-        check_rank(c, w, cert.k + 1, cert, true);
-    } else if (kind == "sandwich") {
-        need_bound(true);
-        cert.kind = CertKind::sandwich;
-        if ((I.kind == InstanceKind::qk && I.mask != MaskKind::none) ||
-            (I.kind == InstanceKind::logits && std::any_of(I.logits.neg_inf.begin(), I.logits.neg_inf.end(), [](auto f) { return f != 0; })))
-            throw InputError(w, "a sandwich certificate needs an unmasked instance");
-        auto& p = cert.profile;
-        p.r = parse_index(require(c, "r", w), w.key("r"), 1u << 16);
-        p.x = L.load(require(c, "x", w), w.key("x"));
-        p.y = L.load(require(c, "y", w), w.key("y"));
-        expect_shape(p.x, I.n, p.r, w.key("x"), "n x r");
-        expect_shape(p.y, I.N, p.r, w.key("y"), "N x r");
-        cert.sandwich_tau = parse_rational(require(c, "tau_star", w), w.key("tau_star"));
-        if (cert.sandwich_tau.sign() < 0) throw InputError(w.key("tau_star"), "must be >= 0");
-        cert.u = L.load(require(c, "u", w), w.key("u"));
-        cert.w = L.load(require(c, "w", w), w.key("w"));
-        expect_shape(cert.u, I.n, cert.u.cols, w.key("u"), "n x k");
-        expect_shape(cert.w, I.N, cert.u.cols, w.key("w"), "N x k");
-        check_rank(c, w, cert.u.cols, cert, true);
-    } else if (kind == "trivial") {
-        need_bound(false);
-        cert.kind = CertKind::trivial;
-        check_rank(c, w, 1, cert, true);
-    } else {
-        throw InputError(w.key("kind"), "unknown certificate kind \"" + kind +
-                                            "\" (factor, row_interpolative, neumann, tail, trivial, sandwich, profile)");
-    }
+    if (bound != to_string(info->bound))
+        throw InputError(w.key("bound"), "a " + kind + " certificate proves a" +
+                                             (info->bound == Bound::upper ? "n upper" : " lower") + " bound");
+    Certificate cert;
+    cert.bound = info->bound;
+    info->parse(c, w, I, L, cert);
     return cert;
 }
 
@@ -334,15 +186,6 @@ json read_document(const fs::path& path, const std::string& display, std::string
     return doc;
 }
 
-std::optional<Bundle> load_if_bundle(const fs::path& path, const std::string& display) {
-    std::string bytes = read_bytes(path, display);
-    json doc = parse_json_text(bytes, display);
-    if (!doc.is_object() || !doc.contains("format") || doc["format"] != "rankcert/1") return std::nullopt;
-    Bundle b = parse_bundle(doc, path.parent_path(), display);
-    b.sha256 = sha256_hex(bytes);
-    return b;
-}
-
 Bundle load_bundle(const fs::path& path, const std::string& display) {
     std::string bytes = read_bytes(path, display);
     json doc = parse_json_text(bytes, display);
@@ -380,29 +223,10 @@ std::string describe(const Bundle& b) {
       << ", upper = " << (b.claim_upper ? std::to_string(*b.claim_upper) : "-") << "\n";
     for (std::size_t i = 0; i < b.certificates.size(); ++i) {
         const Certificate& c = b.certificates[i];
-        o << "cert[" << i << "]     " << (c.kind == CertKind::profile ? "" : c.upper ? "upper " : "lower ") << to_string(c.kind)
-          << (c.kind == CertKind::profile ? " r " : " rank ") << c.rank;
-        switch (c.kind) {
-        case CertKind::factor: o << ": u " << c.u.rows << "x" << c.u.cols << ", w " << c.w.rows << "x" << c.w.cols; break;
-        case CertKind::row_interpolative: o << ": " << c.rows.size() << " rows, x " << c.x.rows << "x" << c.x.cols; break;
-        case CertKind::neumann:
-            o << ": " << c.rows.size() << " rows, r " << c.r.rows << "x" << c.r.cols << " with " << c.r.entries.size()
-              << " nonzeros";
-            break;
-        case CertKind::tail:
-            o << ": " << c.rows.size() << " rows, r " << c.r.rows << "x" << c.r.cols << ", k = " << c.k
-              << ", mu = " << c.mu.str() << ", f " << c.f.rows << "x" << c.f.cols;
-            break;
-        case CertKind::trivial: break;
-        case CertKind::sandwich:
-            o << ": T of rank " << c.profile.r << ", tau* <= " << c.sandwich_tau.str() << ", factor " << c.u.rows << "x" << c.u.cols;
-            break;
-        case CertKind::profile:
-            o << ": T = X Y^T with r = " << c.profile.r << ", claims q in [" << c.profile.q_lo.str() << ", "
-              << c.profile.q_hi.str() << "], kappa in [" << c.profile.kappa_lo.str() << ", " << c.profile.kappa_hi.str() << "]";
-            break;
-        }
-        o << "\n";
+        const std::string what = kind_info(c.kind()).describe(c);
+        o << "cert[" << i << "]     " << (c.bound == Bound::profile ? "" : std::string(to_string(c.bound)) + " ")
+          << to_string(c.kind()) << (c.bound == Bound::profile ? " r " : " rank ") << c.rank
+          << (what.empty() ? "" : ": " + what) << "\n";
     }
     for (const auto& s : b.sidecars) o << "sidecar     " << s.path << " sha256 " << s.sha256 << "\n";
     return o.str();

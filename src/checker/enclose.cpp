@@ -70,12 +70,15 @@ RowEncloser::RowEncloser(const Instance& inst, slong prec) : inst_(inst), prec_(
         bias_ = BallVec(inst.N);
         for (std::size_t j = 0; j < inst.N; ++j) arb_set_fmpq(bias_[j], inst.key_bias[j].get(), prec);
     }
-    // coef = temperature * scale, with scale = q or 1/sqrt(q).
-    arb_set_fmpq(coef_.get(), inst.scale.q.get(), prec);
-    if (inst.scale.kind == Number::Kind::rsqrt) arb_rsqrt(coef_.get(), coef_.get(), prec);
+    enclose_logit_coefficient(inst, prec, coef_.get());
+}
+
+void enclose_logit_coefficient(const Instance& inst, slong prec, arb_ptr out) {
+    arb_set_fmpq(out, inst.scale.q.get(), prec);
+    if (inst.scale.kind == Number::Kind::rsqrt) arb_rsqrt(out, out, prec);
     Ball t;
     arb_set_fmpq(t.get(), inst.temperature.get(), prec);
-    arb_mul(coef_.get(), coef_.get(), t.get(), prec);
+    arb_mul(out, out, t.get(), prec);
 }
 
 void RowEncloser::logits(std::size_t i, arb_ptr out, std::uint8_t* allowed) const {

@@ -99,6 +99,21 @@ Verdict decide_gt(arb_srcptr x, const Rat& t) {
     return Verdict::undecided;
 }
 
+Verdict decide_ge(arb_srcptr x, const Rat& t) {
+    if (!arb_is_finite(x)) return Verdict::undecided;
+    Bounds b(x);
+    if (arf_cmp_rat(b.lo, t) >= 0) return Verdict::verified;
+    if (arf_cmp_rat(b.hi, t) < 0) return Verdict::refuted;
+    return Verdict::undecided;
+}
+
+Verdict decide_in(arb_srcptr x, const Rat& lo, const Rat& hi) {
+    const Verdict above_lo = decide_ge(x, lo), below_hi = decide_le(x, hi);
+    if (above_lo == Verdict::verified && below_hi == Verdict::verified) return Verdict::verified;
+    if (above_lo == Verdict::refuted || below_hi == Verdict::refuted) return Verdict::refuted;
+    return Verdict::undecided;
+}
+
 Endpoints endpoints(arb_srcptr x) {
     Endpoints e;
     if (!arb_is_finite(x)) {

@@ -33,14 +33,6 @@ void ls_slope(arb_t out, const std::vector<Ball>& x, const std::vector<Ball>& y,
     arb_clear(mx); arb_clear(my); arb_clear(sxy); arb_clear(sxx); arb_clear(dx); arb_clear(dy);
 }
 
-Verdict inside(arb_srcptr v, const Rat& lo, const Rat& hi) {
-    const Verdict below = decide_lt(v, lo);  // refuted: v >= lo everywhere
-    const Verdict above = decide_le(v, hi);  // verified: v <= hi everywhere
-    if (below == Verdict::refuted && above == Verdict::verified) return Verdict::verified;
-    if (below == Verdict::verified || above == Verdict::refuted) return Verdict::refuted;
-    return Verdict::undecided;
-}
-
 }  // namespace
 
 SweepReport verify_sweep(const json& doc, const fs::path& dir, const std::string& display,
@@ -118,8 +110,8 @@ SweepReport verify_sweep(const json& doc, const fs::path& dir, const std::string
     ls_slope(sU.get(), xs, yu, prec);
     rep.slope_L = endpoints(sL.get());
     rep.slope_U = endpoints(sU.get());
-    rep.fit_L = inside(sL.get(), lL, hL);
-    rep.fit_U = inside(sU.get(), lU, hU);
+    rep.fit_L = decide_in(sL.get(), lL, hL);
+    rep.fit_U = decide_in(sU.get(), lU, hU);
     if (any_refuted || rep.fit_L == Verdict::refuted || rep.fit_U == Verdict::refuted) rep.verdict = Verdict::refuted;
     else if (all_verified && rep.fit_L == Verdict::verified && rep.fit_U == Verdict::verified) rep.verdict = Verdict::verified;
     else rep.verdict = Verdict::undecided;

@@ -7,6 +7,8 @@
 // 3 input or usage error, 4 internal error.  A folder is walked recursively;
 // the exit status is the worst met (input error, refuted, undecided, verified).
 #include "rankcert/check.hpp"
+#include "rankcert/exit.hpp"
+#include "rankcert/result.hpp"
 #include "rankcert/sweep.hpp"
 
 #include <CLI/CLI.hpp>
@@ -19,6 +21,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -30,27 +33,6 @@ namespace fs = std::filesystem;
 using namespace rankcert;
 
 namespace {
-
-constexpr int exit_verified = 0, exit_refuted = 1, exit_undecided = 2, exit_input = 3, exit_internal = 4;
-
-int severity(int code) {
-    switch (code) {
-    case exit_verified: return 0;
-    case exit_undecided: return 1;
-    case exit_refuted: return 2;
-    case exit_input: return 3;
-    default: return 4;
-    }
-}
-
-int exit_code(Verdict v) {
-    switch (v) {
-    case Verdict::verified: return exit_verified;
-    case Verdict::refuted: return exit_refuted;
-    case Verdict::undecided: return exit_undecided;
-    }
-    return exit_undecided;
-}
 
 struct Row {
     std::string bundle, eps, bracket, closed, verdict, time;
@@ -98,12 +80,19 @@ std::string eps_text(const Rat& eps) {
     return out;
 }
 
+std::string approx(const Endpoints& e) {
+    if (!e.bounded) return "?";
+    std::ostringstream o;
+    o << std::setprecision(4) << (fmpq_get_d(e.lo.get()) + fmpq_get_d(e.hi.get())) / 2;
+    return o.str();
+}
+
 void write_json_file(const fs::path& p, const json& j) {
     std::error_code ec;
     if (p.has_parent_path()) fs::create_directories(p.parent_path(), ec);
     std::ofstream out(p);
     if (!out) throw InputError(p.string() + ": cannot write witness file");
-    out << j.dump(2) << "\n";
+    out << dump_document(j) << "\n";
     if (!out) throw InputError(p.string() + ": cannot write witness file");
 }
 
@@ -116,15 +105,121 @@ struct VerifyArgs {
     unsigned threads = 0;
 };
 
-int run_verify(const VerifyArgs& a) {
-    // Collect bundles: files named directly, and every .json under folders.
-    struct Item {
-        fs::path path;
-        std::string display;
-        fs::path rel;  // for witness naming inside a folder
-        bool from_folder;
-    };
-    std::vector<Item> items;
+// A file named on the command line or found in a folder.
+struct Item {
+    fs::path path;
+    std::string display;
+    fs::path rel;  // for witness naming inside a folder
+    bool from_folder;
+};
+
+// What checking one file gave.  Every bundle and sweep is checked once per
+// run, whether it is met in a folder walk, named by a sweep, or both.
+struct Entry {
+    int status = exit_verified;
+    bool skipped = false;  // JSON that is neither a bundle nor a sweep (witnesses, summaries)
+    Row row;
+    json result;                  // element of the result document
+    std::string text;             // details for the terminal
+    std::optional<json> witness;  // bundles, when --witness
+    Report report;                // bundles: what a sweep needs
+    std::string sha256;
+    std::string error;  // input or internal error (one line)
+};
+
+class VerifySession {
+public:
+    explicit VerifySession(const VerifyArgs& a) : a_(a), tty_(isatty(STDERR_FILENO)) {
+        opt_.max_prec = a.max_prec;
+        opt_.threads = a.threads;
+    }
+
+    // How a file was met: named on the command line, found in a folder walk
+    // (other JSON is skipped, not an error), or listed by a sweep (bundles only).
+    enum class Met { named, walked, in_sweep };
+
+    // Check a file, once per run.
+    const Entry& check(const fs::path& path, const std::string& display, Met met) {
+        std::error_code ec;
+        const std::string key = fs::weakly_canonical(path, ec).string();
+        if (auto f = cache_.find(key); f != cache_.end()) return f->second;
+        Entry e;
+        try {
+            std::string sha;
+            const json doc = read_document(path, display, &sha);
+            const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
+                                           ? doc["format"].get<std::string>()
+                                           : "";
+            if (format == "rankcert/1") {
+                ++bundles_read_;
+                check_bundle(doc, sha, path, display, e);
+            }
+            else if (met == Met::in_sweep) throw InputError(display + ": format: a sweep lists rankcert/1 bundles only");
+            else if (format == "rankcert-sweep/1") check_sweep(doc, path, display, e);
+            else if (met == Met::walked) e.skipped = true;
+            else throw InputError(display + ": format: not a rankcert/1 bundle or rankcert-sweep/1 witness");
+        } catch (const InputError& err) {
+            failed(e, display, exit_input, "input error", err.what());
+        } catch (const std::bad_alloc&) {
+            failed(e, display, exit_internal, "internal error", display + ": out of memory while checking");
+        }
+        if (tty_ && !a_.quiet) std::cerr << "\r\033[K" << std::flush;
+        return cache_[key] = std::move(e);
+    }
+
+    std::size_t bundles_read() const { return bundles_read_; }
+
+private:
+    void failed(Entry& e, const std::string& display, int status, const std::string& verdict, const std::string& msg) {
+        e = Entry{};
+        e.status = status;
+        e.error = msg;
+        e.row = {display, "-", "-", "-", verdict, "-"};
+        e.result = error_json(display, verdict, msg);
+    }
+
+    void check_bundle(const json& doc, const std::string& sha, const fs::path& path, const std::string& display, Entry& e) {
+        Bundle b = parse_bundle(doc, path.parent_path(), display);
+        b.sha256 = sha;
+        CheckOptions opt = opt_;
+        if (tty_ && !a_.quiet)
+            opt.progress = [&](const std::string& s) { std::cerr << "\r\033[K" << display << ": " << s << std::flush; };
+        const Report r = verify(b, opt);
+        e.status = exit_status(r.verdict);
+        e.row = {display, eps_text(b.eps), "[" + std::to_string(r.lower) + ", " + std::to_string(r.upper) + "]",
+                 r.closed ? "yes" : "no", to_string(r.verdict), fixed(r.seconds, 2) + "s"};
+        e.result = report_json(b, r);
+        e.text = report_text(r);
+        if (!a_.witness.empty()) e.witness = witness_json(b, r, RANKCERT_VERSION);
+        e.report = r;
+        e.sha256 = sha;
+    }
+
+    void check_sweep(const json& doc, const fs::path& path, const std::string& display, Entry& e) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto bundle = [&](const fs::path& p) -> std::pair<Report, std::string> {
+            const Entry& b = check(p, p.string(), Met::in_sweep);
+            if (!b.error.empty()) throw InputError(b.error);
+            return {b.report, b.sha256};
+        };
+        const SweepReport sr = verify_sweep(doc, path.parent_path(), display, bundle);
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        e.status = exit_status(sr.verdict);
+        e.row = {display, "sweep", "slopes L " + approx(sr.slope_L) + ", U " + approx(sr.slope_U), "-",
+                 to_string(sr.verdict), fixed(secs, 2) + "s"};
+        e.result = sweep_json(display, sr, secs);
+        e.text = sweep_text(sr);
+    }
+
+    const VerifyArgs& a_;
+    const bool tty_;
+    CheckOptions opt_;
+    std::map<std::string, Entry> cache_;
+    std::size_t bundles_read_ = 0;
+};
+
+// Files named directly, and every .json under folders (sorted).
+bool collect(const VerifyArgs& a, std::vector<Item>& items) {
     for (const auto& p : a.paths) {
         std::error_code ec;
         if (fs::is_directory(p, ec)) {
@@ -136,7 +231,7 @@ int run_verify(const VerifyArgs& a) {
             }
             if (ec) {
                 std::cerr << p << ": cannot walk folder: " << ec.message() << "\n";
-                return exit_input;
+                return false;
             }
             std::sort(found.begin(), found.end());
             for (auto& f : found) items.push_back({f, f.string(), fs::relative(f, p, ec), true});
@@ -144,9 +239,29 @@ int run_verify(const VerifyArgs& a) {
             items.push_back({p, p, fs::path(p).filename(), false});
         } else {
             std::cerr << p << ": no such file or folder\n";
-            return exit_input;
+            return false;
         }
     }
+    return true;
+}
+
+std::string summary_line(const json& all, std::size_t bundles_read, double secs) {
+    std::size_t counts[4] = {0, 0, 0, 0}, closed = 0;
+    for (const auto& j : all) {
+        const std::string v = j["verdict"];
+        counts[v == "verified" ? 0 : v == "undecided" ? 1 : v == "refuted" ? 2 : 3]++;
+        if (j.contains("closed") && j["closed"].get<bool>()) ++closed;
+    }
+    return std::to_string(all.size()) + " files: " + std::to_string(counts[0]) + " verified, " + std::to_string(counts[2]) +
+           " refuted, " + std::to_string(counts[1]) + " undecided, " + std::to_string(counts[3]) + " errors; " +
+           std::to_string(closed) + " brackets closed; " + std::to_string(bundles_read) + " bundles read; " +
+           fixed(secs, 1) + "s";
+}
+
+int run_verify(const VerifyArgs& a) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<Item> items;
+    if (!collect(a, items)) return exit_input;
     const bool many = items.size() != 1 || items.front().from_folder;
     if (!a.witness.empty() && many) {
         std::error_code ec;
@@ -156,143 +271,48 @@ int run_verify(const VerifyArgs& a) {
             return exit_input;
         }
     }
-
-    CheckOptions opt;
-    opt.max_prec = a.max_prec;
-    opt.threads = a.threads;
-    const bool tty = isatty(STDERR_FILENO);
+    VerifySession session(a);
     int worst = exit_verified;
     std::vector<Row> rows;
     json all = json::array();
-    // Reports by file, so that a sweep and a folder walk check each bundle once.
-    std::map<std::string, std::pair<Report, std::string>> cache;
-    auto verify_file = [&](const fs::path& p) -> std::pair<Report, std::string> {
-        std::error_code ec;
-        const std::string key = fs::weakly_canonical(p, ec).string();
-        if (auto f = cache.find(key); f != cache.end()) return f->second;
-        Bundle b = load_bundle(p, p.string());
-        Report r = verify(b, opt);
-        return cache[key] = {r, b.sha256};
-    };
     for (const auto& it : items) {
-        int code;
-        try {
-            std::string sha;
-            const json doc = read_document(it.path, it.display, &sha);
-            const std::string format = doc.is_object() && doc.contains("format") && doc["format"].is_string()
-                                           ? doc["format"].get<std::string>()
-                                           : "";
-            if (format == "rankcert-sweep/1") {
-                const auto t0 = std::chrono::steady_clock::now();
-                SweepReport sr = verify_sweep(doc, it.path.parent_path(), it.display, verify_file);
-                const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                code = exit_code(sr.verdict);
-                auto approx = [](const Endpoints& e) {
-                    if (!e.bounded) return std::string("?");
-                    std::ostringstream o;
-                    o << std::setprecision(4) << (fmpq_get_d(e.lo.get()) + fmpq_get_d(e.hi.get())) / 2;
-                    return o.str();
-                };
-                rows.push_back({it.display, "sweep", "slopes L " + approx(sr.slope_L) + ", U " + approx(sr.slope_U), "-",
-                                to_string(sr.verdict), fixed(secs, 2) + "s"});
-                json pts = json::array();
-                for (const auto& p : sr.points)
-                    pts.push_back({{"bundle", p.bundle}, {"verdict", to_string(p.verdict)}, {"lower", p.L}, {"upper", p.U},
-                                   {"detail", p.detail}});
-                auto ends = [](const Endpoints& e) {
-                    return e.bounded ? json::array({e.lo.str(), e.hi.str()}) : json::array({"-inf", "inf"});
-                };
-                all.push_back({{"sweep", it.display}, {"verdict", to_string(sr.verdict)}, {"points", pts},
-                               {"slope_L", ends(sr.slope_L)}, {"slope_U", ends(sr.slope_U)},
-                               {"fit_L", to_string(sr.fit_L)}, {"fit_U", to_string(sr.fit_U)}, {"detail", sr.detail},
-                               {"seconds", secs}});
-                if (!a.json_out && !a.quiet && (!many || sr.verdict != Verdict::verified)) {
-                    if (many) std::cout << it.display << ":\n";
-                    std::cout << "  " << sr.detail << "\n";
-                    for (const auto& p : sr.points)
-                        if (p.verdict != Verdict::verified)
-                            std::cout << "  " << p.bundle << ": " << to_string(p.verdict) << " " << p.detail << "\n";
-                }
-                if (severity(code) > severity(worst)) worst = code;
-                continue;
+        const Entry& e =
+            session.check(it.path, it.display, it.from_folder ? VerifySession::Met::walked : VerifySession::Met::named);
+        if (e.skipped) continue;
+        worst = worse(worst, e.status);
+        rows.push_back(e.row);
+        all.push_back(e.result);
+        if (!e.error.empty()) std::cerr << e.error << "\n";
+        else if (!a.json_out && !a.quiet && (!many || e.status != exit_verified))
+            std::cout << (many ? it.display + ":\n" : "") << e.text;
+        if (e.witness) {
+            try {
+                const fs::path out = many ? fs::path(a.witness) / (it.rel.string() + ".witness.json") : fs::path(a.witness);
+                write_json_file(out, *e.witness);
+            } catch (const InputError& err) {
+                std::cerr << err.what() << "\n";
+                worst = worse(worst, exit_input);
             }
-            if (format != "rankcert/1") {
-                if (it.from_folder) continue;  // witnesses, summaries, instances
-                throw InputError(it.display + ": format: not a rankcert/1 bundle or rankcert-sweep/1 witness");
-            }
-            std::optional<Bundle> b = parse_bundle(doc, it.path.parent_path(), it.display);
-            b->sha256 = sha;
-            if (tty && !a.quiet)
-                opt.progress = [&](const std::string& s) {
-                    std::cerr << "\r\033[K" << it.display << ": " << s << std::flush;
-                };
-            Report r = verify(*b, opt);
-            {
-                std::error_code ec;
-                cache[fs::weakly_canonical(it.path, ec).string()] = {r, sha};
-            }
-            if (tty && !a.quiet) std::cerr << "\r\033[K" << std::flush;
-            code = exit_code(r.verdict);
-            rows.push_back({it.display, eps_text(b->eps),
-                            "[" + std::to_string(r.lower) + ", " + std::to_string(r.upper) + "]",
-                            r.closed ? "yes" : "no", to_string(r.verdict), fixed(r.seconds, 2) + "s"});
-            json rj = report_json(*b, r);
-            all.push_back(rj);
-            if (!a.json_out && !a.quiet && (!many || r.verdict != Verdict::verified)) {
-                std::ostringstream o;
-                for (const auto& c : r.certificates)
-                    o << "  cert[" << c.index << "] " << (c.kind == CertKind::profile ? "" : c.upper ? "upper " : "lower ") << to_string(c.kind) << " rank "
-                      << c.rank << ": " << to_string(c.verdict) << " (" << c.precision
-                      << (c.precision == "exact" || c.precision == "theorem" ? "" : " bits") << ") " << c.detail << "\n";
-                o << "  " << r.claim_detail << "\n";
-                if (many) std::cout << it.display << ":\n";
-                std::cout << o.str();
-            }
-            if (!a.witness.empty()) {
-                fs::path out = many ? fs::path(a.witness) / (it.rel.string() + ".witness.json") : fs::path(a.witness);
-                write_json_file(out, witness_json(*b, r, RANKCERT_VERSION));
-            }
-        } catch (const InputError& e) {
-            if (tty && !a.quiet) std::cerr << "\r\033[K";
-            std::cerr << e.what() << "\n";
-            code = exit_input;
-            rows.push_back({it.display, "-", "-", "-", "input error", "-"});
-            all.push_back({{"bundle", it.display}, {"verdict", "input error"}, {"error", e.what()}});
-        } catch (const std::bad_alloc&) {
-            std::cerr << it.display << ": out of memory while checking\n";
-            code = exit_input;
-            rows.push_back({it.display, "-", "-", "-", "out of memory", "-"});
-            all.push_back({{"bundle", it.display}, {"verdict", "input error"}, {"error", "out of memory"}});
         }
-        if (severity(code) > severity(worst)) worst = code;
     }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (a.json_out) {
-        if (!many && all.size() == 1) {
-            std::cout << all[0].dump(2) << "\n";
-        } else {
+        json body;
+        if (!many && all.size() == 1) body = all[0];
+        else {
             const char* names[] = {"verified", "undecided", "refuted", "input error", "internal error"};
-            std::cout << json{{"verdict", names[severity(worst)]}, {"bundles", all}}.dump(2) << "\n";
+            body = {{"verdict", names[severity(worst)]}, {"bundles", all}, {"bundles_read", session.bundles_read()},
+                    {"seconds", secs}};
         }
-    } else {
-        if (rows.empty()) {
-            std::cerr << "no rankcert/1 bundles found\n";
-            return exit_input;
-        }
-        print_table(rows);
-        if (many) {
-            std::size_t counts[5] = {0, 0, 0, 0, 0}, closed = 0;
-            double secs = 0;
-            for (const auto& j : all) {
-                const std::string v = j["verdict"];
-                counts[v == "verified" ? 0 : v == "undecided" ? 1 : v == "refuted" ? 2 : 3]++;
-                if (j.contains("closed") && j["closed"].get<bool>()) ++closed;
-                if (j.contains("seconds")) secs += j["seconds"].get<double>();
-            }
-            std::cout << all.size() << " files: " << counts[0] << " verified, " << counts[2] << " refuted, " << counts[1]
-                      << " undecided, " << counts[3] << " input errors; " << closed << " brackets closed; "
-                      << fixed(secs, 1) << "s checking\n";
-        }
+        std::cout << dump_document(result_document(body, RANKCERT_VERSION)) << "\n";
+        return worst;
     }
+    if (rows.empty()) {
+        std::cerr << "no rankcert/1 bundles found\n";
+        return exit_input;
+    }
+    if (!a.quiet) print_table(rows);
+    if (many || a.quiet) std::cout << summary_line(all, session.bundles_read(), secs) << "\n";
     return worst;
 }
 
@@ -336,7 +356,7 @@ int main(int argc, char** argv) {
         verify_cmd->add_option("--max-prec", va.max_prec, "Highest ball precision in bits (default 2048)")
             ->check(CLI::Range(64, 1 << 16));
         verify_cmd->add_option("--threads", va.threads, "Worker threads (default: one per core)")->check(CLI::Range(0, 64));
-        verify_cmd->add_flag("-q,--quiet", va.quiet, "Only the summary table");
+        verify_cmd->add_flag("-q,--quiet", va.quiet, "Print only the summary line (and errors)");
 
         app.add_subcommand("bracket",
                            "Find and certify brackets for an instance (runs the separate, untrusted producer "

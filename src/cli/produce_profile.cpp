@@ -78,7 +78,7 @@ int profile_main(int argc, char** argv) {
         for (std::size_t t = 0; t < cands.size(); ++t) {
             const auto& pc = cands[t];
             const auto& cr = rep.certificates[t];
-            const auto& cl = b.certificates[t].profile;
+            const auto& cl = b.certificates[t].as<ProfileCert>();
             const double klo = fmpq_get_d(cl.kappa_lo.get()), khi = fmpq_get_d(cl.kappa_hi.get());
             const double tlo = fmpq_get_d(cl.tau_lo.get()), thi = fmpq_get_d(cl.tau_hi.get());
             json row = {{"r", pc.r}, {"q", pc.q}, {"tau", pc.tau}, {"tau_star", pc.tau_star}, {"kappa", {klo, khi}}, {"verdict", to_string(cr.verdict)},

@@ -1,0 +1,94 @@
+// The data of one certificate, one struct per kind (FORMAT.md; docs/format.md).
+//
+// A certificate is a bound (upper, lower or profile), the rank it proves and
+// the data of its kind.  Parsing (src/checker/cert/<kind>.cpp) has already
+// checked every shape and index, so a check only decides inequalities.
+// Adding a kind: a struct here and in the variant, one unit under
+// src/checker/cert/, one row in the registry (src/checker/cert/registry.cpp).
+#pragma once
+
+#include "rankcert/array.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace rankcert {
+
+enum class Bound { upper, lower, profile };
+const char* to_string(Bound b);
+
+// B = U W^T (U n x k, W N x k).  Theory: "Upper bounds: explicit factors".
+struct FactorCert {
+    Matrix u, w;
+};
+
+// B = X A_I (X n x k, I = rows).  Theory: "Upper bounds: explicit factors".
+struct RowInterpolativeCert {
+    std::vector<std::size_t> rows;
+    Matrix x;
+};
+
+// Right inverse R (N x m) of the rows A_I.  Theory: "Lower bounds: Neumann".
+struct NeumannCert {
+    std::vector<std::size_t> rows;
+    SparseMatrix r;
+};
+
+// Frobenius tail: M = A_I R, mu I + F F^T - M M^T PD and
+// ||M||_F^2 > k mu + ||F||_F^2 + m (eps rho)^2.  Theory: "Lower bounds: tail".
+struct TailCert {
+    std::vector<std::size_t> rows;
+    SparseMatrix r;  // N x p
+    std::uint64_t k = 0;
+    Rat mu;
+    Matrix f;  // m x f
+};
+
+// Some row has l1 norm > eps, so r_eps(A) >= 1.
+struct TrivialCert {};
+
+// Certified enclosures of the interaction geometry of a retained T = X Y^T.
+// Theory: "Interaction geometry".
+struct ProfileCert {
+    std::size_t r = 0;
+    Matrix x, y;                      // T = X Y^T (n x r, N x r)
+    Matrix gauge;                     // G (r x r): kappa <= max|x_i G| max|y_j G^-T|
+    std::vector<Rat> lambda, mu;      // probability vectors (n, N)
+    Matrix zu, zv;                    // Z = zu zv^T
+    Rat z_norm_sq;                    // claimed ||Z||_2^2 upper bound
+    Rat q_lo, q_hi, tau_lo, tau_hi, kappa_lo, kappa_hi;
+    std::optional<std::uint64_t> visible_dim;
+    std::optional<std::pair<Rat, Rat>> tau_star;  // exact induced error max_i |A_i - A~_i|_1
+};
+
+// A factor for the Gibbs matrix of T = X Y^T at eps - t, with t >= tau*(T).
+// Theory: "Sandwich upper bounds".
+struct SandwichCert {
+    std::size_t r = 0;
+    Matrix x, y;   // T = X Y^T
+    Rat tau_star;  // the bound t
+    Matrix u, w;   // the factor of A~
+};
+
+// The order here is the order of CertKind and of the registry table.
+using CertData = std::variant<FactorCert, RowInterpolativeCert, NeumannCert, TailCert, TrivialCert, ProfileCert,
+                              SandwichCert>;
+
+enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile, sandwich };
+const char* to_string(CertKind k);
+
+struct Certificate {
+    Bound bound = Bound::lower;
+    std::uint64_t rank = 0;  // the rank proved (for profile: r)
+    CertData data;
+
+    CertKind kind() const { return static_cast<CertKind>(data.index()); }
+    bool upper() const { return bound == Bound::upper; }
+    template <class T>
+    const T& as() const { return std::get<T>(data); }
+};
+
+}  // namespace rankcert
