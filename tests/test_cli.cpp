@@ -148,3 +148,29 @@ TEST_CASE("show prints back what was parsed", "[cli]") {
     REQUIRE(r.out.find("upper factor rank 3") != std::string::npos);
     REQUIRE(r.out.find("eps         1/2") != std::string::npos);
 }
+
+TEST_CASE("verify: a folder checks every file once; --quiet prints only the summary", "[cli]") {
+    TempDir dir;
+    // A sweep that sorts before the bundles it lists ("a-sweep" < "b...").
+    json points = json::array();
+    for (int t = 0; t < 3; ++t) {
+        const std::string name = std::string("b").append(std::to_string(t)).append(".json"), text = good_bundle().dump();
+        dir.file(name, text);
+        points.push_back({{"beta", t + 1}, {"bundle", name}, {"sha256", sha256_hex(text)}, {"L", 1}, {"U", 3}});
+    }
+    const json sweep = {{"format", "rankcert-sweep/1"}, {"parameter", "beta"}, {"points", points},
+                        {"fit", {{"points", {0, 1, 2}}, {"slope_L", {"-1", "1"}}, {"slope_U", {"-1", "1"}}}}};
+    dir.file("a-sweep.json", sweep.dump());
+    Run j = cli(dir, "verify --json " + dir.path.string());
+    REQUIRE(j.code == 0);
+    REQUIRE(j.out.rfind("{\n  \"format\": \"rankcert-result/1\",\n  \"tool\":", 0) == 0);  // the format key first
+    const json doc = json::parse(j.out);
+    REQUIRE(doc["bundles"].size() == 4);  // the sweep and its three bundles
+    REQUIRE(doc["bundles_read"] == 3);    // each bundle read once
+    Run q = cli(dir, "verify --quiet " + dir.path.string());
+    REQUIRE(q.code == 0);
+    REQUIRE(q.out.find('\n') == q.out.size() - 1);  // one line
+    REQUIRE(q.out.rfind("4 files: 4 verified, 0 refuted, 0 undecided, 0 errors; 0 brackets closed; 3 bundles read;", 0) == 0);
+    Run one = cli(dir, "verify --json " + (dir.path / "b0.json").string());
+    REQUIRE(json::parse(one.out)["format"] == "rankcert-result/1");
+}

@@ -35,7 +35,7 @@ json sharp_diagonal(std::size_t n, long beta) {
 
 }  // namespace
 
-TEST_CASE("identity matrix: r_eps = n for every eps < 1", "[known]") {
+TEST_CASE("identity matrix: r_eps = n for every eps < 1", "[known][kind:neumann][kind:factor][known-answer]") {
     TempDir dir;
     const std::size_t n = 6;
     for (const char* eps : {"0", "1/2", "0.999999"}) {
@@ -54,7 +54,7 @@ TEST_CASE("identity matrix: r_eps = n for every eps < 1", "[known]") {
     REQUIRE(r.verdict == Verdict::refuted);
 }
 
-TEST_CASE("eps >= 1 on a stochastic matrix gives rank 0", "[known]") {
+TEST_CASE("eps >= 1 on a stochastic matrix gives rank 0", "[known][kind:trivial][known-answer]") {
     TempDir dir;
     const std::size_t n = 4;
     json empty_u = {{"shape", {n, 0}}, {"data", json::array()}};
@@ -77,7 +77,7 @@ TEST_CASE("eps >= 1 on a stochastic matrix gives rank 0", "[known]") {
     REQUIRE(run(dir, doc).verdict == Verdict::verified);
 }
 
-TEST_CASE("rank-one matrices: the bracket closes at 1", "[known]") {
+TEST_CASE("rank-one matrices: the bracket closes at 1", "[known][kind:factor][kind:row_interpolative][kind:trivial][known-answer]") {
     TempDir dir;
     // Every row equal to v: A = 1 v^T.
     const std::vector<json> v = {"1/6", "1/3", "1/2"};
@@ -104,7 +104,7 @@ TEST_CASE("rank-one matrices: the bracket closes at 1", "[known]") {
     REQUIRE(r2.closed);
 }
 
-TEST_CASE("diagonal dominance: sharp diagonal softmax has full rank", "[known]") {
+TEST_CASE("diagonal dominance: sharp diagonal softmax has full rank", "[known][kind:neumann][known-answer]") {
     TempDir dir;
     const std::size_t n = 8;
     // Diagonal e^b/(e^b + 7); off-diagonal mass 7/(e^b+7).  Column selection
@@ -120,7 +120,7 @@ TEST_CASE("diagonal dominance: sharp diagonal softmax has full rank", "[known]")
     REQUIRE(run(dir, weak).verdict == Verdict::refuted);
 }
 
-TEST_CASE("tail certificate on a matrix with known singular values", "[known]") {
+TEST_CASE("tail certificate on a matrix with known singular values", "[known][kind:tail][known-answer]") {
     TempDir dir;
     // A = diag(1, 1/2, 1/4): sigma = 1, 1/2, 1/4.  With k = 1, mu = 7/16 >=
     // sigma_2^2 and F = (4/5, 0, 0)^T: H = mu I + F F^T - A A^T =
@@ -145,7 +145,7 @@ TEST_CASE("tail certificate on a matrix with known singular values", "[known]") 
     REQUIRE(run(dir, doc).verdict == Verdict::refuted);
 }
 
-TEST_CASE("tail certificate on a softmax instance, decided in ball arithmetic", "[known]") {
+TEST_CASE("tail certificate on a softmax instance, decided in ball arithmetic", "[known][kind:tail][known-answer]") {
     TempDir dir;
     const std::size_t n = 5;
     // Logits 8 I: A close to I; G = A A^T close to I.  k = n - 1, mu = 1.05

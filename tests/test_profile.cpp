@@ -35,7 +35,7 @@ Verdict profile_verdict(const TempDir& dir, const json& inst, const json& cert, 
 
 }  // namespace
 
-TEST_CASE("profile: a rank-one interaction has kappa = 1, tau = 0, visible dimension 1", "[profile]") {
+TEST_CASE("profile: a rank-one interaction has kappa = 1, tau = 0, visible dimension 1", "[profile][kind:profile][known-answer]") {
     TempDir dir;
     Report r = run(dir, bundle_json(rank_one_instance(), Rat(1, 2), {rank_one_profile()}));
     INFO(r.certificates[0].detail);
@@ -48,7 +48,7 @@ TEST_CASE("profile: a rank-one interaction has kappa = 1, tau = 0, visible dimen
     REQUIRE(parse_rational_text(P[1].get<std::string>(), {}) * parse_rational_text(P[1].get<std::string>(), {}) >= Rat(5));
 }
 
-TEST_CASE("profile: tampered claims are refused", "[profile]") {
+TEST_CASE("profile: tampered claims are refused", "[profile][kind:profile][tampering]") {
     TempDir dir;
     const json inst = rank_one_instance();
     auto with = [&](const std::function<void(json&)>& f) {
@@ -156,7 +156,7 @@ TEST_CASE("profile: invertible gauges of Q, K leave C, the visible dimension and
     REQUIRE(profile_verdict(dir, inst2, cert) == Verdict::verified);  // same C for the gauged Q, K
 }
 
-TEST_CASE("sandwich: a factor for the Gibbs matrix of T certifies an upper bound for A", "[profile]") {
+TEST_CASE("sandwich: a factor for the Gibbs matrix of T certifies an upper bound for A", "[profile][kind:sandwich][known-answer][tampering]") {
     TempDir dir;
     const json inst = rank_one_instance();
     // T = C exactly, so A~ = A; a factor B ~ A (U = I, W = A~^T to 2^-200).

@@ -69,7 +69,7 @@ json neumann_identity(std::vector<std::size_t> rows, std::size_t N) {
 
 }  // namespace
 
-TEST_CASE("factor: valid verifies, tampered ones are refuted", "[tamper]") {
+TEST_CASE("factor: valid verifies, tampered ones are refuted", "[tamper][kind:factor][tampering]") {
     TempDir dir;
     const json inst = qk_instance();
     std::size_t n, N;
@@ -145,7 +145,7 @@ TEST_CASE("factor: decimal exactness (0.55, 0.45 vs 0.5, eps 0.1)", "[tamper]") 
     REQUIRE(verdict_of(dir, inst, Rat(1, 10) + pow10neg(40), cert) == Verdict::verified);
 }
 
-TEST_CASE("row_interpolative: valid verifies, tampered ones are refuted", "[tamper]") {
+TEST_CASE("row_interpolative: valid verifies, tampered ones are refuted", "[tamper][kind:row_interpolative][tampering]") {
     TempDir dir;
     const json inst = qk_instance();
     // All rows, X = I: B = A exactly, error 0 (even at eps = 0, since the
@@ -162,7 +162,7 @@ TEST_CASE("row_interpolative: valid verifies, tampered ones are refuted", "[tamp
     REQUIRE(verdict_of(dir, inst, Rat(1, 10), fewer) == Verdict::refuted);
 }
 
-TEST_CASE("neumann: valid verifies, tampered ones are refuted", "[tamper]") {
+TEST_CASE("neumann: valid verifies, tampered ones are refuted", "[tamper][kind:neumann][tampering]") {
     TempDir dir;
     // Logits 5 I (n = N = 4): diagonal e^5/(e^5 + 3) ~ 0.98.
     std::vector<json> s(16, 0);
@@ -204,7 +204,7 @@ TEST_CASE("neumann: threshold tanh(1/2) decided 1e-40 on either side", "[tamper]
     REQUIRE(verdict_of(dir, m, Rat(1, 2) + pow10neg(40), cert) == Verdict::refuted);
 }
 
-TEST_CASE("tail: valid verifies, tampered ones are refuted", "[tamper]") {
+TEST_CASE("tail: valid verifies, tampered ones are refuted", "[tamper][kind:tail][tampering]") {
     TempDir dir;
     std::vector<json> s(25, 0);
     for (int i = 0; i < 5; ++i) s[i * 6] = 8;
@@ -234,7 +234,7 @@ TEST_CASE("tail: valid verifies, tampered ones are refuted", "[tamper]") {
     }
 }
 
-TEST_CASE("trivial: rank 1 iff eps below the largest row l1 norm", "[tamper]") {
+TEST_CASE("trivial: rank 1 iff eps below the largest row l1 norm", "[tamper][kind:trivial][tampering]") {
     TempDir dir;
     const json inst = logits_instance({0, 1, 2, 3}, 2, 2);
     json cert = {{"bound", "lower"}, {"kind", "trivial"}, {"rank", 1}};

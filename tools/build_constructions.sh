@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild certificates/constructions: certified sweeps of the sharp-exponent
-# families (THEORY.md section 7) and their sweep witnesses and plots.
+# families (docs/constructions.md) and their sweep witnesses and plots.
 # About 5 minutes on 2 cores.  usage: tools/build_constructions.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-// The certificate bundle `rankcert/1` (FORMAT.md) as parsed, exact data.
+// The certificate bundle `rankcert/1` (docs/format.md) as parsed, exact data.
 //
 // Parsing validates everything that does not need arithmetic on A: shapes
 // agree, indices are in range and distinct, ranks agree with the data, every

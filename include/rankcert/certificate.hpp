@@ -1,4 +1,4 @@
-// The data of one certificate, one struct per kind (FORMAT.md; docs/format.md).
+// The data of one certificate, one struct per kind (docs/format.md, "Top level, instance, certificates").
 //
 // A certificate is a bound (upper, lower or profile), the rank it proves and
 // the data of its kind.  Parsing (src/checker/cert/<kind>.cpp) has already
@@ -20,25 +20,25 @@ namespace rankcert {
 enum class Bound { upper, lower, profile };
 const char* to_string(Bound b);
 
-// B = U W^T (U n x k, W N x k).  Theory: "Upper bounds: explicit factors".
+// B = U W^T (U n x k, W N x k).  docs/theory.md, "Upper bounds".
 struct FactorCert {
     Matrix u, w;
 };
 
-// B = X A_I (X n x k, I = rows).  Theory: "Upper bounds: explicit factors".
+// B = X A_I (X n x k, I = rows).  docs/theory.md, "Upper bounds".
 struct RowInterpolativeCert {
     std::vector<std::size_t> rows;
     Matrix x;
 };
 
-// Right inverse R (N x m) of the rows A_I.  Theory: "Lower bounds: Neumann".
+// Right inverse R (N x m) of the rows A_I.  docs/theory.md, "Lower bounds".
 struct NeumannCert {
     std::vector<std::size_t> rows;
     SparseMatrix r;
 };
 
 // Frobenius tail: M = A_I R, mu I + F F^T - M M^T PD and
-// ||M||_F^2 > k mu + ||F||_F^2 + m (eps rho)^2.  Theory: "Lower bounds: tail".
+// ||M||_F^2 > k mu + ||F||_F^2 + m (eps rho)^2.  docs/theory.md, "Lower bounds".
 struct TailCert {
     std::vector<std::size_t> rows;
     SparseMatrix r;  // N x p
@@ -51,7 +51,7 @@ struct TailCert {
 struct TrivialCert {};
 
 // Certified enclosures of the interaction geometry of a retained T = X Y^T.
-// Theory: "Interaction geometry".
+// docs/theory.md, "Extensions: profile and sandwich certificates".
 struct ProfileCert {
     std::size_t r = 0;
     Matrix x, y;                      // T = X Y^T (n x r, N x r)
@@ -65,7 +65,7 @@ struct ProfileCert {
 };
 
 // A factor for the Gibbs matrix of T = X Y^T at eps - t, with t >= tau*(T).
-// Theory: "Sandwich upper bounds".
+// docs/theory.md, "Extensions: profile and sandwich certificates".
 struct SandwichCert {
     std::size_t r = 0;
     Matrix x, y;   // T = X Y^T

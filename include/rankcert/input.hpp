@@ -1,6 +1,6 @@
 // Reading untrusted input: JSON with exact numbers, and one-line errors.
 //
-// Every number in a bundle is exact (FORMAT.md): a JSON number is the decimal
+// Every number in a bundle is exact (docs/format.md, "Numbers"): a JSON number is the decimal
 // rational it spells, never a binary double.  The JSON reader therefore keeps
 // the spelling of every non-integer JSON number (as a string in the DOM) and
 // the number parser turns spellings into FLINT rationals.  Any malformed,
@@ -47,8 +47,8 @@ public:
     explicit InputError(const std::string& line) : std::runtime_error(line) {}
 };
 
-// Parse a JSON file.  Non-integer numbers are stored as their spelling.
-json read_json_file(const std::filesystem::path& path, const std::string& display_name);
+// Parse JSON text.  Non-integer numbers are stored as their spelling.
+// (Files: read_document in rankcert/bundle.hpp.)
 json parse_json_text(std::string_view text, const std::string& display_name);
 
 // An exact number of the bundle format.

@@ -6,7 +6,6 @@
 #include "rankcert/input.hpp"
 
 #include <cctype>
-#include <fstream>
 #include <sstream>
 
 namespace rankcert {
@@ -102,19 +101,6 @@ json parse_json_text(std::string_view text, const std::string& display_name) {
     sax.name_ = display_name;
     json::sax_parse(text.begin(), text.end(), &sax);
     return root;
-}
-
-json read_json_file(const std::filesystem::path& path, const std::string& display_name) {
-    std::error_code ec;
-    auto size = std::filesystem::file_size(path, ec);
-    if (ec) throw InputError(display_name + ": cannot read file: " + ec.message());
-    if (size > Limits::max_json_bytes) throw InputError(display_name + ": file too large for a bundle");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(display_name + ": cannot open file");
-    std::string text(size, '\0');
-    in.read(text.data(), static_cast<std::streamsize>(size));
-    if (static_cast<std::uint64_t>(in.gcount()) != size) throw InputError(display_name + ": short read");
-    return parse_json_text(text, display_name);
 }
 
 Rat parse_rational_text(std::string_view s0, const Where& w) {

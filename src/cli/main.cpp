@@ -3,7 +3,7 @@
 //   rankcert verify PATH... [--json] [--witness OUT] [--max-prec BITS] [--threads T]
 //   rankcert show BUNDLE
 //
-// Exit status of verify (FORMAT.md): 0 verified, 1 refuted, 2 undecided,
+// Exit status of verify (docs/format.md, "rankcert verify"): 0 verified, 1 refuted, 2 undecided,
 // 3 input or usage error, 4 internal error.  A folder is walked recursively;
 // the exit status is the worst met (input error, refuted, undecided, verified).
 #include "rankcert/check.hpp"

@@ -63,7 +63,7 @@ int bracket_main(int argc, char** argv) {
         json inst;
         std::string stem = name;
         if (!instance.empty()) {
-            json doc = read_json_file(instance, instance);
+            json doc = read_document(instance, instance);
             inst = doc.contains("instance") ? doc["instance"] : doc;
             if (doc.contains("provenance") && provenance.empty()) opt.provenance = doc["provenance"];
             copy_sidecars(inst, fs::path(instance).parent_path(), out);
@@ -98,7 +98,7 @@ int bracket_main(int argc, char** argv) {
         opt.stem = stem;
         auto results = run_bracket(inst, opt);
         if (opt.progress && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
-        int worst = 0;
+        int worst = exit_verified;
         json all = json::array();
         if (!json_out) {
             std::cout << std::left << std::setw(8) << "eps" << std::setw(12) << "bracket" << std::setw(8) << "closed"
@@ -106,7 +106,7 @@ int bracket_main(int argc, char** argv) {
                       << "time    bundle\n";
         }
         for (const auto& r : results) {
-            if (r.verdict != Verdict::verified) worst = std::max(worst, r.verdict == Verdict::refuted ? 1 : 2);
+            worst = worse(worst, exit_status(r.verdict));
             const std::string br = "[" + std::to_string(r.lower) + ", " + std::to_string(r.upper) + "]";
             if (json_out) {
                 all.push_back({{"eps", r.eps_text}, {"lower", r.lower}, {"upper", r.upper}, {"closed", r.closed},

@@ -20,7 +20,7 @@ int profile_main(int argc, char** argv) {
     app.add_option("--temperature", temperature, "Temperature multiplier t for a qk instance");
     return run_command(app, argc, argv, "rankcert profile", [&]() -> int {
         fs::create_directories(out);
-        json doc = read_json_file(instance, instance);
+        json doc = read_document(instance, instance);
         json inst = doc.contains("instance") ? doc["instance"] : doc;
         copy_sidecars(inst, fs::path(instance).parent_path(), out);
         if (!temperature.empty()) {
@@ -123,7 +123,7 @@ int profile_main(int argc, char** argv) {
         }
         if (json_out) std::cout << json{{"visible_dim", visible}, {"exact", vd >= 0}, {"bundle", path.string()},
                                         {"verdict", to_string(rep.verdict)}, {"profiles", results}}.dump(2) << "\n";
-        return rep.verdict == Verdict::verified ? 0 : rep.verdict == Verdict::refuted ? 1 : 2;
+        return exit_status(rep.verdict);
     });
 }
 

@@ -38,16 +38,19 @@ int run_command(CLI::App& app, int argc, char** argv, const std::string& name, c
     } catch (const CLI::ParseError& e) {
         if (e.get_exit_code() == 0) return app.exit(e);
         std::cerr << name << ": " << e.what() << " (see " << name << " --help)\n";
-        return 3;
+        return exit_input;
     }
     try {
         return body();
     } catch (const InputError& e) {
         std::cerr << e.what() << "\n";
-        return 3;
+        return exit_input;
+    } catch (const std::bad_alloc&) {
+        std::cerr << name << ": out of memory (internal error)\n";
+        return exit_internal;
     } catch (const std::exception& e) {
         std::cerr << name << ": internal error: " << e.what() << "\n";
-        return 4;
+        return exit_internal;
     }
 }
 

@@ -190,8 +190,10 @@ public:
             c.verdict = r.certificates.at(0).verdict;
             c.detail = r.certificates.at(0).detail;
         } catch (const InputError& e) {
-            c.verdict = Verdict::refuted;
-            c.detail = e.what();
+            // A candidate the checker cannot read is a producer bug, not a
+            // refutation: it is rejected (never verified) and said so.
+            c.verdict = Verdict::undecided;
+            c.detail = std::string("rejected, input error: ") + e.what();
         }
         fs::remove(p);
         return c;
@@ -271,7 +273,6 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     for (const auto& eps : opt.eps) {
         const auto t0 = std::chrono::steady_clock::now();
         const std::string stem = opt.stem + "-eps" + eps.text;
-        std::vector<json> winners;
         std::uint64_t L = 0, U = full;
         std::string lkind = "-", ukind = "-";
         State st;

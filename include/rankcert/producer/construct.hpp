@@ -1,4 +1,4 @@
-// `rankcert construct`: the sharp-exponent families of THEORY.md section 7,
+// `rankcert construct`: the sharp-exponent families of docs/constructions.md,
 // built exactly (rational points), with certified sweeps over beta and eps.
 //
 // UNTRUSTED producer code: it writes instances with exact rational data (the
@@ -38,12 +38,6 @@ Construction ball(int r, const std::string& h, const std::string& beta, long mul
 // whose float condition holds with margin.
 std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps,
                                                double margin = 1e-6);
-
-struct SweepPoint {
-    std::string beta, eps;
-    std::string bundle, sha256;
-    std::uint64_t L = 0, U = 0;
-};
 
 // Least-squares slope of log(y) against log(x) (float; for reports).
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);
