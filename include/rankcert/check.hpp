@@ -19,6 +19,7 @@ namespace rankcert {
 struct CheckOptions {
     slong max_prec = PrecisionLadder::default_max_bits;
     unsigned threads = 0;  // 0: one per core (at most 8)
+    bool fast_tier = true;  // decide rows in binary64 with rigorous bounds first (rankcert/fast.hpp)
     // Called now and then on long checks with a short status text.
     std::function<void(const std::string&)> progress;
 };

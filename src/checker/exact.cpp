@@ -60,24 +60,66 @@ int arf_cmp_rat(const arf_t x, const Rat& t) {
 }
 
 namespace {
+
+// Endpoints are rounded outward to at most endpoint_bits bits (more than any
+// ball of the ladder carries, so normally exact), and magnitudes are clamped
+// to [2^-max_exp, 2^max_exp], outward: a lower end below 2^-max_exp in
+// magnitude becomes 0 (or -2^-max_exp), an upper end likewise; an end beyond
+// 2^max_exp in the unsafe direction makes the ball unbounded.  So a ball
+// whose midpoint and radius exponents are far apart (exp(-10^12), say) never
+// becomes a rational with 10^12 bits: the bounds stay valid and small.
+constexpr slong endpoint_bits = 1 << 17;
+constexpr slong max_exp = 1 << 16;
+
 struct Bounds {
     arf_t lo, hi;
+    bool bounded = true;
     explicit Bounds(arb_srcptr x) {
         arf_init(lo);
         arf_init(hi);
         // Rounding directed outward: lo <= every point <= hi.
-        arb_get_lbound_arf(lo, x, ARF_PREC_EXACT);
-        arb_get_ubound_arf(hi, x, ARF_PREC_EXACT);
+        arb_get_lbound_arf(lo, x, endpoint_bits);
+        arb_get_ubound_arf(hi, x, endpoint_bits);
+        clamp(lo, false);
+        clamp(hi, true);
     }
     ~Bounds() { arf_clear(lo); arf_clear(hi); }
     Bounds(const Bounds&) = delete;
     Bounds& operator=(const Bounds&) = delete;
+
+private:
+    // Replace v by a number no larger (upper = false) or no smaller (upper =
+    // true) with a moderate exponent.
+    void clamp(arf_t v, bool upper) {
+        if (arf_is_zero(v) || !arf_is_finite(v)) return;
+        if (arf_cmpabs_2exp_si(v, -max_exp) < 0) {
+            const bool pos = arf_sgn(v) > 0;
+            if (pos == upper) {  // move away from zero by a hair: 2^-max_exp with v's sign
+                arf_one(v);
+                arf_mul_2exp_si(v, v, -max_exp);
+                if (!pos) arf_neg(v, v);
+            } else {
+                arf_zero(v);  // towards zero, which is the outward side here
+            }
+        } else if (arf_cmpabs_2exp_si(v, max_exp) > 0) {
+            const bool pos = arf_sgn(v) > 0;
+            if (pos == upper) {
+                bounded = false;  // no moderate number is outward of v
+            } else {
+                arf_one(v);
+                arf_mul_2exp_si(v, v, max_exp);
+                if (!pos) arf_neg(v, v);
+            }
+        }
+    }
 };
+
 }  // namespace
 
 Verdict decide_le(arb_srcptr x, const Rat& t) {
     if (!arb_is_finite(x)) return Verdict::undecided;
     Bounds b(x);
+    if (!b.bounded) return Verdict::undecided;
     if (arf_cmp_rat(b.hi, t) <= 0) return Verdict::verified;
     if (arf_cmp_rat(b.lo, t) > 0) return Verdict::refuted;
     return Verdict::undecided;
@@ -86,6 +128,7 @@ Verdict decide_le(arb_srcptr x, const Rat& t) {
 Verdict decide_lt(arb_srcptr x, const Rat& t) {
     if (!arb_is_finite(x)) return Verdict::undecided;
     Bounds b(x);
+    if (!b.bounded) return Verdict::undecided;
     if (arf_cmp_rat(b.hi, t) < 0) return Verdict::verified;
     if (arf_cmp_rat(b.lo, t) >= 0) return Verdict::refuted;
     return Verdict::undecided;
@@ -94,6 +137,7 @@ Verdict decide_lt(arb_srcptr x, const Rat& t) {
 Verdict decide_gt(arb_srcptr x, const Rat& t) {
     if (!arb_is_finite(x)) return Verdict::undecided;
     Bounds b(x);
+    if (!b.bounded) return Verdict::undecided;
     if (arf_cmp_rat(b.lo, t) > 0) return Verdict::verified;
     if (arf_cmp_rat(b.hi, t) <= 0) return Verdict::refuted;
     return Verdict::undecided;
@@ -102,6 +146,7 @@ Verdict decide_gt(arb_srcptr x, const Rat& t) {
 Verdict decide_ge(arb_srcptr x, const Rat& t) {
     if (!arb_is_finite(x)) return Verdict::undecided;
     Bounds b(x);
+    if (!b.bounded) return Verdict::undecided;
     if (arf_cmp_rat(b.lo, t) >= 0) return Verdict::verified;
     if (arf_cmp_rat(b.hi, t) < 0) return Verdict::refuted;
     return Verdict::undecided;
@@ -121,6 +166,10 @@ Endpoints endpoints(arb_srcptr x) {
         return e;
     }
     Bounds b(x);
+    if (!b.bounded) {
+        e.bounded = false;
+        return e;
+    }
     arf_get_fmpq(e.lo.get(), b.lo);
     arf_get_fmpq(e.hi.get(), b.hi);
     return e;

@@ -99,7 +99,7 @@ std::string dump_document(const json& doc, int indent) {
 
 std::string certificate_line(const CertResult& c) {
     std::ostringstream o;
-    const bool bits = c.precision != "exact" && c.precision != "theorem";
+    const bool bits = c.precision != "exact" && c.precision != "theorem" && c.precision != "fast";
     o << "cert[" << c.index << "] " << (c.bound == Bound::profile ? "" : std::string(to_string(c.bound)) + " ")
       << to_string(c.kind) << " rank " << c.rank << ": " << to_string(c.verdict) << " (" << c.precision
       << (bits ? " bits" : "") << ") " << c.detail;

@@ -4,6 +4,7 @@
 #include <flint/flint.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -112,6 +113,40 @@ RowOutcome decide_rows(RowQuantity& q, const std::vector<RowTest>& tests, const 
         return false;
     };
 
+    // The fast tier first: every row its bounds settle leaves the ladder.
+    if (opt.fast_tier && count && q.fast_prepare()) {
+        parallel_for(pending, opt, label + " (fast tier)", 53, [&](std::size_t t) {
+            std::vector<double> lo(nv), hi(nv);
+            if (!q.fast(t, lo.data(), hi.data())) return true;
+            std::vector<Verdict> vs(nv);
+            encl[t].resize(nv);
+            for (std::size_t v = 0; v < nv; ++v) {
+                Ball x;
+                arf_t a, b;
+                arf_init(a);
+                arf_init(b);
+                arf_set_d(a, lo[v]);
+                arf_set_d(b, hi[v]);
+                if (lo[v] <= hi[v] && std::isfinite(lo[v]) && std::isfinite(hi[v])) arb_set_interval_arf(x.get(), a, b, 128);
+                else arb_indeterminate(x.get());
+                arf_clear(a);
+                arf_clear(b);
+                vs[v] = decide(x.get(), tests[v]);
+                encl[t][v] = endpoints(x.get());
+            }
+            verdict[t] = combine(vs);
+            prec_of[t] = "fast";
+            return verdict[t] != Verdict::refuted;
+        });
+        if (refuting(pending)) return o;
+        std::vector<std::size_t> still;
+        for (std::size_t t : pending) {
+            if (verdict[t] == Verdict::undecided) still.push_back(t);
+            else ++o.fast_rows;
+        }
+        pending.swap(still);
+    }
+
     for (slong prec : ladder(opt)) {
         if (pending.empty()) break;
         q.prepare(prec);
@@ -170,14 +205,10 @@ RowOutcome decide_rows(RowQuantity& q, const std::vector<RowTest>& tests, const 
     }
     o.enclosure = encl[o.row];
     // The precision that decided the whole check is the highest used.
+    auto rank = [](const std::string& p) { return p == "exact" ? 1L << 40 : p == "fast" ? 0L : std::stol(p); };
     o.precision = prec_of[0];
-    for (std::size_t t = 0; t < count; ++t) {
-        if (prec_of[t] == "exact") {
-            o.precision = "exact";
-            break;
-        }
-        if (std::stol(prec_of[t]) > std::stol(o.precision)) o.precision = prec_of[t];
-    }
+    for (std::size_t t = 0; t < count; ++t)
+        if (rank(prec_of[t]) > rank(o.precision)) o.precision = prec_of[t];
     return o;
 }
 

@@ -41,6 +41,12 @@ public:
     // Exact values of row t (only when has_exact()).
     virtual bool has_exact() const { return false; }
     virtual void exact(std::size_t, std::vector<Rat>&) const {}
+    // The fast tier (rankcert/fast.hpp): prepared once; false when it
+    // declines the whole check.  fast(t, lo, hi) gives rigorous binary64
+    // bounds lo[v] <= value v <= hi[v] of row t, or false (then the row goes
+    // to the Arb ladder).  Must be safe to call concurrently.
+    virtual bool fast_prepare() { return false; }
+    virtual bool fast(std::size_t, double*, double*) const { return false; }
 };
 
 // value < threshold (strict) or value <= threshold.
@@ -54,8 +60,9 @@ struct RowOutcome {
     std::size_t row = 0;               // the decisive row: refuting, first undecided, or worst (value 0)
     std::vector<Endpoints> enclosure;  // its values' enclosures
     std::vector<Endpoints> worst;      // verified: the largest upper end of each value over all rows
-    std::string precision;             // highest precision used: "64".. or "exact"
+    std::string precision;             // highest precision used: "fast", "64".. or "exact"
     std::size_t undecided_rows = 0;
+    std::size_t fast_rows = 0;         // rows decided by the fast tier
 };
 
 // Decide every row: rows undecided at one rung are retried at the next, and

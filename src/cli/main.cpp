@@ -103,6 +103,7 @@ struct VerifyArgs {
     std::string witness;
     slong max_prec = PrecisionLadder::default_max_bits;
     unsigned threads = 0;
+    bool no_fast = false;
 };
 
 // A file named on the command line or found in a folder.
@@ -132,6 +133,7 @@ public:
     explicit VerifySession(const VerifyArgs& a) : a_(a), tty_(isatty(STDERR_FILENO)) {
         opt_.max_prec = a.max_prec;
         opt_.threads = a.threads;
+        opt_.fast_tier = !a.no_fast;
     }
 
     // How a file was met: named on the command line, found in a folder walk
@@ -356,6 +358,7 @@ int main(int argc, char** argv) {
         verify_cmd->add_option("--max-prec", va.max_prec, "Highest ball precision in bits (default 2048)")
             ->check(CLI::Range(64, 1 << 16));
         verify_cmd->add_option("--threads", va.threads, "Worker threads (default: one per core)")->check(CLI::Range(0, 64));
+        verify_cmd->add_flag("--no-fast", va.no_fast, "Skip the binary64 tier: decide every row on the Arb ladder");
         verify_cmd->add_flag("-q,--quiet", va.quiet, "Print only the summary line (and errors)");
 
         app.add_subcommand("bracket",

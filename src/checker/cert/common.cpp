@@ -106,6 +106,7 @@ void fill_rowwise(CertResult& res, const rows::RowOutcome& o, const std::string&
                     {"relation", rel},
                     {"threshold", thr.str()}};
     if (o.verdict == Verdict::undecided) res.decisive["undecided_rows"] = o.undecided_rows;
+    res.decisive["fast_rows"] = o.fast_rows;
 }
 
 CertResult result_for(const Certificate& c) {

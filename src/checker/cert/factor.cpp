@@ -8,6 +8,9 @@
 #include "common.hpp"
 #include "units.hpp"
 
+#include "rankcert/fast.hpp"
+
+#include <cmath>
 #include <memory>
 
 namespace rankcert::cert {
@@ -52,10 +55,48 @@ public:
         out[0] = acc;
     }
 
+    // Row error in binary64: |r_i - R~| <= gamma_{N+2} R~ + errA + errB, with
+    // errA >= sum_j |A_ij - a_j| (fast::SoftmaxRows) and
+    // errB = (gamma_k + 2.01 in_rel) |u_i| sum_j |w_j| >= sum_j |B_ij - b_j|.
+    bool fast_prepare() override {
+        if (!I_.is_softmax()) return false;
+        soft_ = std::make_unique<fast::SoftmaxRows>(I_);
+        fu_ = std::make_unique<fast::Dense>(c_.u);
+        fw_ = std::make_unique<fast::Dense>(c_.w);
+        if (!soft_->ok() || !fu_->ok || !fw_->ok || fu_->cols != k_) return false;
+        wsum_ = 0;
+        for (double x : fw_->norm) wsum_ += x;
+        wsum_ *= fast::inflate;
+        return true;
+    }
+    bool fast(std::size_t i, double* lo, double* hi) const override {
+        const std::size_t N = I_.N;
+        thread_local std::vector<double> a;
+        a.resize(N);
+        double errA = 0;
+        if (!soft_->row(i, a.data(), errA)) return false;
+        const double* ui = fu_->v.data() + i * k_;
+        double R = 0;
+        for (std::size_t j = 0; j < N; ++j) {
+            const double* wj = fw_->v.data() + j * k_;
+            double b = 0;
+            for (std::size_t t = 0; t < k_; ++t) b += ui[t] * wj[t];
+            R += std::fabs(a[j] - b);
+        }
+        const double errB = (fast::gamma(k_) + 2.01 * fast::in_rel) * (k_ ? fu_->norm[i] : 0) * wsum_;
+        const double rad = (fast::gamma(N + 2) * R + errA + errB) * fast::inflate + fast::tiny;
+        lo[0] = fast::down(R, rad);
+        hi[0] = fast::up(R, rad);
+        return std::isfinite(hi[0]);
+    }
+
 private:
     const Instance& I_;
     const FactorCert& c_;
     std::size_t k_;
+    std::unique_ptr<fast::SoftmaxRows> soft_;
+    std::unique_ptr<fast::Dense> fu_, fw_;
+    double wsum_ = 0;
     std::unique_ptr<RowEncloser> enc_;
     BallVec u_, w_;
     slong prec_ = 64;

@@ -8,6 +8,9 @@
 #include "common.hpp"
 #include "units.hpp"
 
+#include "rankcert/fast.hpp"
+
+#include <cmath>
 #include <memory>
 
 namespace rankcert::cert {
@@ -49,9 +52,54 @@ public:
         out[0] = acc;
     }
 
+    // delta_t in binary64: with v~ = a~ R~ accumulated per column,
+    // |d_t - D~| <= errA rho + (gamma_c + 2.01 in_rel)(1 + errA) rho + gamma_{m+2} D~,
+    // rho = ||R||_inf (exact, rounded up), c = the most entries in one column of R.
+    bool fast_prepare() override {
+        if (!I_.is_softmax()) return false;
+        soft_ = std::make_unique<fast::SoftmaxRows>(I_);
+        if (!soft_->ok()) return false;
+        r_d_.resize(c_.r.entries.size());
+        std::vector<std::size_t> per_col(c_.rows.size(), 0);
+        for (std::size_t e = 0; e < c_.r.entries.size(); ++e) {
+            if (!fast::to_double(c_.r.entries[e].val, r_d_[e])) return false;
+            ++per_col[c_.r.entries[e].col];
+        }
+        cmax_ = 0;
+        for (auto c : per_col) cmax_ = std::max(cmax_, c);
+        double rho = 0;
+        if (!fast::to_double(row_sum_norm(c_.r), rho)) return false;
+        rho_up_ = rho * (1 + 0x1p-50);  // >= ||R||_inf: to_double is within 2^-52
+        return true;
+    }
+    bool fast(std::size_t t, double* lo, double* hi) const override {
+        const std::size_t N = I_.N, m = c_.rows.size();
+        thread_local std::vector<double> a, v;
+        a.resize(N);
+        v.assign(m, 0);
+        double errA = 0;
+        if (!soft_->row(c_.rows[t], a.data(), errA)) return false;
+        for (std::size_t e = 0; e < c_.r.entries.size(); ++e) {
+            const auto& en = c_.r.entries[e];
+            v[en.col] += a[en.row] * r_d_[e];
+        }
+        v[t] -= 1;
+        double D = 0;
+        for (double x : v) D += std::fabs(x);
+        const double rad = (errA * rho_up_ + (fast::gamma(cmax_) + 2.01 * fast::in_rel) * (1 + errA) * rho_up_ +
+                            fast::gamma(m + 2) * D) * fast::inflate + fast::tiny;
+        lo[0] = fast::down(D, rad);
+        hi[0] = fast::up(D, rad);
+        return std::isfinite(hi[0]);
+    }
+
 private:
     const Instance& I_;
     const NeumannCert& c_;
+    std::unique_ptr<fast::SoftmaxRows> soft_;
+    std::vector<double> r_d_;
+    std::size_t cmax_ = 0;
+    double rho_up_ = 0;
     std::unique_ptr<RowEncloser> enc_;
     BallVec r_;
     slong prec_ = 64;
