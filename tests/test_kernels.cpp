@@ -3,6 +3,7 @@
 // against Sylvester's criterion, the sweep slope enclosure against an
 // independent high-precision computation, and the same verdicts and
 // enclosures at 1 and 8 threads.
+#include "../src/checker/cert/common.hpp"
 #include "../src/checker/ldl.hpp"
 #include "helpers.hpp"
 #include "rankcert/kinds.hpp"
@@ -250,5 +251,30 @@ TEST_CASE("threads: the same verdicts and enclosures at 1 and 8 threads", "[kern
             // every enclosure is the same computation.
             if (r1.certificates[i].verdict != Verdict::refuted) REQUIRE(r1.certificates[i].decisive == r8.certificates[i].decisive);
         }
+    }
+}
+
+TEST_CASE("row_sum_norm: the dyadic fast path equals rational summation", "[kernels]") {
+    Rng rng(17);
+    for (int trial = 0; trial < 50; ++trial) {
+        SparseMatrix r;
+        r.rows = 1 + rng.below(6);
+        r.cols = 1 + rng.below(6);
+        for (std::uint32_t i = 0; i < r.rows; ++i)
+            for (std::uint32_t j = 0; j < r.cols; ++j) {
+                if (rng.below(3) == 0) continue;
+                Rat v = Rat(static_cast<long>(rng.below(1u << 20)) - (1 << 19), 1) /
+                        Rat(1L << rng.below(60), 1);  // dyadic
+                if (trial % 3 == 0 && rng.below(4) == 0) v = v / Rat(3);  // some rows not dyadic
+                r.entries.push_back({i, j, v});
+            }
+        Rat best;
+        for (std::uint32_t i = 0; i < r.rows; ++i) {
+            Rat s;
+            for (const auto& e : r.entries)
+                if (e.row == i) s = s + e.val.abs();
+            if (s > best) best = s;
+        }
+        REQUIRE(cert::row_sum_norm(r) == best);
     }
 }

@@ -85,12 +85,19 @@ private:
     double c_ = 0, c_err_ = 0;
 };
 
+// m (rows x cols, row-major) transposed.
+std::vector<double> transpose(const std::vector<double>& m, std::size_t rows, std::size_t cols);
+// out[j] = sum_{t < len} x[t] mt[t * cols + j] for j < cols, each sum in the
+// order t = 0, 1, ... (so |out_j - exact| <= gamma_len sum_t |x_t mt_tj|).
+void axpy_rows(const double* x, const double* mt, std::size_t len, std::size_t cols, double* out);
+
 // A dense exact matrix in doubles with the Euclidean norm of each row
 // (rounded up); false from ok() when some entry is out of range.
 struct Dense {
     std::size_t rows = 0, cols = 0;
-    std::vector<double> v, norm;
+    std::vector<double> v, norm;  // v row-major; norm[i] >= |row i|_2
     bool ok = false;
+    std::vector<double> transposed() const { return transpose(v, rows, cols); }
     explicit Dense(const Matrix& m);
 };
 

@@ -49,6 +49,14 @@ bool environment_ok() { return std::fegetround() == FE_TONEAREST; }
 bool to_double(const Rat& q, double& out) {
     out = 0;
     if (q.is_zero()) return true;
+    // Fast path, exact: a dyadic p / 2^e with |p| < 2^53 (every float read from
+    // .npy or safetensors).
+    const fmpz* num = fmpq_numref(q.get());
+    const fmpz* den = fmpq_denref(q.get());
+    if (fmpz_bits(num) <= 53 && fmpz_val2(den) + 1 == fmpz_bits(den) && fmpz_bits(den) <= 250) {
+        out = std::ldexp(fmpz_get_d(num), -static_cast<int>(fmpz_val2(den)));  // both steps exact
+        return std::fabs(out) >= lo_range && std::fabs(out) <= hi_range;
+    }
     arf_t a;
     arf_init(a);
     arf_set_fmpq(a, q.get(), 53, ARF_RND_NEAR);
@@ -103,6 +111,24 @@ bool enter(const Matrix& m, std::vector<double>& v, std::vector<double>& norm) {
 
 }  // namespace
 
+std::vector<double> transpose(const std::vector<double>& m, std::size_t rows, std::size_t cols) {
+    std::vector<double> t(m.size());
+    for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t j = 0; j < cols; ++j) t[j * rows + i] = m[i * cols + j];
+    return t;
+}
+
+void axpy_rows(const double* x, const double* mt, std::size_t len, std::size_t cols, double* out) {
+    // out[j] = sum_t x[t] mt[t][j], each a plain left-to-right sum over t
+    // (gamma_len applies); the loop over j vectorises without reassociation.
+    for (std::size_t j = 0; j < cols; ++j) out[j] = 0;
+    for (std::size_t t = 0; t < len; ++t) {
+        const double xt = x[t];
+        const double* row = mt + t * cols;
+        for (std::size_t j = 0; j < cols; ++j) out[j] += xt * row[j];
+    }
+}
+
 Dense::Dense(const Matrix& m) : rows(m.rows), cols(m.cols) { ok = m.cols <= max_len && enter(m, v, norm); }
 
 SoftmaxRows::SoftmaxRows(const Instance& I) : I_(I) {
@@ -117,6 +143,7 @@ SoftmaxRows::SoftmaxRows(const Instance& I) : I_(I) {
     if (I.kind != InstanceKind::qk) return;
     d_ = I.d();
     if (d_ > max_len || !enter(I.q, q_, qn_) || !enter(I.k, k_, kn_)) return;
+    k_ = transpose(k_, I.N, d_);  // d x N: the logit loop runs along keys
     bias_.assign(I.N, 0);
     for (std::size_t j = 0; j < I.key_bias.size(); ++j)
         if (!to_double(I.key_bias[j], bias_[j])) return;
@@ -158,18 +185,16 @@ bool SoftmaxRows::row(std::size_t i, double* a, double& err) const {
     } else {
         // |q.k - fl(q~.k~)| <= (gamma_d + 2.01 in_rel) |q~| |k~| <= G qn_i kn_j (Cauchy-Schwarz).
         const double G = gamma(d_) + 2.01 * in_rel, cabs = std::fabs(c_) + c_err_;
-        const double* qi = q_.data() + i * d_;
+        const double gq = cabs * G * qn_[i];
+        axpy_rows(q_.data() + i * d_, k_.data(), d_, N, s.data());
         for (std::size_t j = 0; j < N; ++j) {
-            if (!I_.allowed(i, j)) continue;
-            const double* kj = k_.data() + j * d_;
-            double p = 0;
-            for (std::size_t t = 0; t < d_; ++t) p += qi[t] * kj[t];
-            const double cp = c_ * p, sv = cp + bias_[j];
+            const double p = s[j], cp = c_ * p, sv = cp + bias_[j];
             s[j] = sv;
-            E[j] = (cabs * G * qn_[i] * kn_[j] + c_err_ * std::fabs(p) + unit * std::fabs(cp) + unit * std::fabs(sv) +
+            E[j] = (gq * kn_[j] + c_err_ * std::fabs(p) + unit * std::fabs(cp) + unit * std::fabs(sv) +
                     in_rel * std::fabs(bias_[j])) * inflate + tiny;
-            m = std::max(m, sv);
         }
+        for (std::size_t j = 0; j < N; ++j)
+            if (I_.allowed(i, j)) m = std::max(m, s[j]);
     }
     // e_j = exp(s_j - m) (the row softmax is invariant under the exact shift
     // m), enclosed as e~_j +- de_j.

@@ -89,6 +89,40 @@ Verdict combine(const std::vector<Verdict>& vs) {
     return out;
 }
 
+// The fast tier over the pending rows: binary64 ends, made exact and
+// decided like a ball.  Rows it cannot settle stay undecided.
+void fast_pass(const RowQuantity& q, const std::vector<RowTest>& tests, const CheckOptions& opt, const std::string& label,
+               const std::vector<std::size_t>& pending, std::vector<Verdict>& verdict,
+               std::vector<std::vector<Endpoints>>& encl, std::vector<std::string>& prec_of) {
+    const std::size_t nv = q.values();
+    parallel_for(pending, opt, label + " (fast tier)", 53, [&](std::size_t t) {
+        std::vector<double> lo(nv), hi(nv);
+        if (!q.fast(t, lo.data(), hi.data())) return true;
+        std::vector<Verdict> vs(nv);
+        encl[t].resize(nv);
+        for (std::size_t v = 0; v < nv; ++v) {
+            Ball x;
+            if (lo[v] <= hi[v] && std::isfinite(lo[v]) && std::isfinite(hi[v])) {
+                arf_t a, b;
+                arf_init(a);
+                arf_init(b);
+                arf_set_d(a, lo[v]);
+                arf_set_d(b, hi[v]);
+                arb_set_interval_arf(x.get(), a, b, 128);  // outward: contains [lo, hi]
+                arf_clear(a);
+                arf_clear(b);
+            } else {
+                arb_indeterminate(x.get());
+            }
+            vs[v] = decide(x.get(), tests[v]);
+            encl[t][v] = endpoints(x.get());
+        }
+        verdict[t] = combine(vs);
+        prec_of[t] = "fast";
+        return verdict[t] != Verdict::refuted;
+    });
+}
+
 }  // namespace
 
 RowOutcome decide_rows(RowQuantity& q, const std::vector<RowTest>& tests, const CheckOptions& opt,
@@ -115,29 +149,7 @@ RowOutcome decide_rows(RowQuantity& q, const std::vector<RowTest>& tests, const 
 
     // The fast tier first: every row its bounds settle leaves the ladder.
     if (opt.fast_tier && count && q.fast_prepare()) {
-        parallel_for(pending, opt, label + " (fast tier)", 53, [&](std::size_t t) {
-            std::vector<double> lo(nv), hi(nv);
-            if (!q.fast(t, lo.data(), hi.data())) return true;
-            std::vector<Verdict> vs(nv);
-            encl[t].resize(nv);
-            for (std::size_t v = 0; v < nv; ++v) {
-                Ball x;
-                arf_t a, b;
-                arf_init(a);
-                arf_init(b);
-                arf_set_d(a, lo[v]);
-                arf_set_d(b, hi[v]);
-                if (lo[v] <= hi[v] && std::isfinite(lo[v]) && std::isfinite(hi[v])) arb_set_interval_arf(x.get(), a, b, 128);
-                else arb_indeterminate(x.get());
-                arf_clear(a);
-                arf_clear(b);
-                vs[v] = decide(x.get(), tests[v]);
-                encl[t][v] = endpoints(x.get());
-            }
-            verdict[t] = combine(vs);
-            prec_of[t] = "fast";
-            return verdict[t] != Verdict::refuted;
-        });
+        fast_pass(q, tests, opt, label, pending, verdict, encl, prec_of);
         if (refuting(pending)) return o;
         std::vector<std::size_t> still;
         for (std::size_t t : pending) {

@@ -1,6 +1,7 @@
 // Shared helpers of the certificate units (see common.hpp).
 #include "common.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace rankcert::cert {
@@ -88,11 +89,46 @@ std::string interval_text(const Endpoints& e) {
 }
 
 Rat row_sum_norm(const SparseMatrix& r) {
-    std::vector<Rat> sums(r.rows);
-    for (const auto& e : r.entries) fmpq_add(sums[e.row].get(), sums[e.row].get(), e.val.abs().get());
+    // Row sums of |R_ju|, exactly.  Dyadic entries (every float from .npy or
+    // safetensors) are summed as integers over the row's largest power of
+    // two, which avoids a gcd per addition; other rows in rationals.
+    std::vector<std::vector<std::size_t>> by_row(r.rows);
+    for (std::size_t e = 0; e < r.entries.size(); ++e) by_row[r.entries[e].row].push_back(e);
     Rat best;
-    for (auto& s : sums)
-        if (s > best) best = s;
+    fmpz_t acc, t;
+    fmpz_init(acc);
+    fmpz_init(t);
+    for (const auto& es : by_row) {
+        bool dyadic = true;
+        flint_bitcnt_t top = 0;
+        for (std::size_t e : es) {
+            const fmpz* den = fmpq_denref(r.entries[e].val.get());
+            const flint_bitcnt_t v = fmpz_val2(den);
+            if (v + 1 != fmpz_bits(den) || v > 4096) {
+                dyadic = false;
+                break;
+            }
+            top = std::max(top, v);
+        }
+        Rat sum;
+        if (dyadic) {
+            fmpz_zero(acc);
+            for (std::size_t e : es) {
+                const fmpq* q = r.entries[e].val.get();
+                fmpz_abs(t, fmpq_numref(q));
+                fmpz_mul_2exp(t, t, top - fmpz_val2(fmpq_denref(q)));
+                fmpz_add(acc, acc, t);
+            }
+            fmpz_one(t);
+            fmpz_mul_2exp(t, t, top);
+            fmpq_set_fmpz_frac(sum.get(), acc, t);  // canonicalises once
+        } else {
+            for (std::size_t e : es) sum = sum + r.entries[e].val.abs();
+        }
+        if (sum > best) best = sum;
+    }
+    fmpz_clear(t);
+    fmpz_clear(acc);
     return best;
 }
 

@@ -64,6 +64,7 @@ public:
         fu_ = std::make_unique<fast::Dense>(c_.u);
         fw_ = std::make_unique<fast::Dense>(c_.w);
         if (!soft_->ok() || !fu_->ok || !fw_->ok || fu_->cols != k_) return false;
+        wt_ = fw_->transposed();
         wsum_ = 0;
         for (double x : fw_->norm) wsum_ += x;
         wsum_ *= fast::inflate;
@@ -71,18 +72,14 @@ public:
     }
     bool fast(std::size_t i, double* lo, double* hi) const override {
         const std::size_t N = I_.N;
-        thread_local std::vector<double> a;
+        thread_local std::vector<double> a, b;
         a.resize(N);
+        b.resize(N);
         double errA = 0;
         if (!soft_->row(i, a.data(), errA)) return false;
-        const double* ui = fu_->v.data() + i * k_;
+        fast::axpy_rows(fu_->v.data() + i * k_, wt_.data(), k_, N, b.data());
         double R = 0;
-        for (std::size_t j = 0; j < N; ++j) {
-            const double* wj = fw_->v.data() + j * k_;
-            double b = 0;
-            for (std::size_t t = 0; t < k_; ++t) b += ui[t] * wj[t];
-            R += std::fabs(a[j] - b);
-        }
+        for (std::size_t j = 0; j < N; ++j) R += std::fabs(a[j] - b[j]);
         const double errB = (fast::gamma(k_) + 2.01 * fast::in_rel) * (k_ ? fu_->norm[i] : 0) * wsum_;
         const double rad = (fast::gamma(N + 2) * R + errA + errB) * fast::inflate + fast::tiny;
         lo[0] = fast::down(R, rad);
@@ -96,6 +93,7 @@ private:
     std::size_t k_;
     std::unique_ptr<fast::SoftmaxRows> soft_;
     std::unique_ptr<fast::Dense> fu_, fw_;
+    std::vector<double> wt_;  // W^T (k x N)
     double wsum_ = 0;
     std::unique_ptr<RowEncloser> enc_;
     BallVec u_, w_;

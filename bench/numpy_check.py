@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""The same check as `rankcert verify`, unverified, in NumPy float64: the
+reference a verified checker is measured against.
+
+factor: max_i sum_j |A_ij - (U W^T)_ij| <= eps; neumann: max_t delta_t + eps
+rho < 1.  Prints the float quantity and "ok" or "fails".  Reads the bundles
+bench/make_qk_bundle.py writes (qk with .npy sidecars, no mask or bias).
+usage: /usr/bin/python3 bench/numpy_check.py BUNDLE.json
+"""
+import json
+import math
+import os
+import sys
+from fractions import Fraction
+
+import numpy as np
+
+
+def main():
+    path = sys.argv[1]
+    folder = os.path.dirname(path)
+    doc = json.load(open(path))
+    load = lambda ref: np.load(os.path.join(folder, ref["npy"])).astype(np.float64)
+    inst = doc["instance"]
+    Q, K = load(inst["q"]), load(inst["k"])
+    scale = 1 / math.sqrt(inst["scale"]["rsqrt"]) if isinstance(inst["scale"], dict) else float(Fraction(inst["scale"]))
+    S = float(Fraction(inst.get("temperature", "1"))) * scale * (Q @ K.T)
+    S -= S.max(axis=1, keepdims=True)
+    A = np.exp(S)
+    A /= A.sum(axis=1, keepdims=True)
+    eps = float(Fraction(doc["eps"]))
+    cert = doc["certificates"][0]
+    if cert["kind"] == "factor":
+        err = np.abs(A - load(cert["u"]) @ load(cert["w"]).T).sum(axis=1).max()
+        print(f"max row error {err:.6g}: {'ok' if err <= eps else 'fails'}")
+    else:
+        R = load(cert["r"])
+        rows = np.array(cert["rows"])
+        delta = np.abs(np.eye(len(rows)) - A[rows] @ R).sum(axis=1).max()
+        rho = np.abs(R).sum(axis=1).max()
+        print(f"delta + eps rho = {delta + eps * rho:.6g}: {'ok' if delta + eps * rho < 1 else 'fails'}")
+
+
+if __name__ == "__main__":
+    main()
