@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-3}
+RANKCERT=${RANKCERT:-build/rankcert}
 factor_sizes=(1024 2048 4096 8192)
 neumann_sizes=(512 1024)
 arb_limit=2048
@@ -43,7 +44,7 @@ run_case() {
   bundle=$(/usr/bin/python3 bench/make_qk_bundle.py "$out/$kind$n" --kind "$kind" --n "$n")
   local eps
   eps=$(grep -o '"eps": "[^"]*"' "$bundle" | cut -d'"' -f4)
-  build/rankcert verify --json --witness "$out/w.json" "$bundle" > /dev/null || true
+  "$RANKCERT" verify --json --witness "$out/w.json" "$bundle" > /dev/null || true
   local fast
   fast=$(/usr/bin/python3 -c "
 import json; w = json.load(open('$out/w.json')); c = w['certificates'][0]
@@ -51,11 +52,11 @@ rows = w['n'] if c['kind'] == 'factor' else c['rank']
 print(f\"{100 * c['decisive'].get('fast_rows', 0) / rows:.1f}%\")")
   read -r tl _ < <(measure "$out/float_check" "$bundle")
   for threads in 1 2; do
-    read -r tv rv < <(measure build/rankcert verify --quiet --threads "$threads" "$bundle")
+    read -r tv rv < <(measure "$RANKCERT" verify --quiet --threads "$threads" "$bundle")
     read -r tn rn < <(OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads measure /usr/bin/python3 bench/numpy_check.py "$bundle")
     local ta="-"
     if [ "$n" -le "$arb_limit" ] && [ "$threads" = 2 ]; then
-      read -r ta _ < <(RUNS=1 measure build/rankcert verify --quiet --no-fast --threads "$threads" "$bundle")
+      read -r ta _ < <(RUNS=1 measure "$RANKCERT" verify --quiet --no-fast --threads "$threads" "$bundle")
     fi
     printf '| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %.1f | %s | %s / %s |\n' "$kind" "$n" "$eps" "$threads" "$tv" "$fast" \
       "$tn" "$tl" "$(awk -v a="$tv" -v b="$tn" 'BEGIN {print a / b}')" "$(awk -v a="$tv" -v b="$tl" 'BEGIN {print a / (b > 0 ? b : 0.01)}')" \

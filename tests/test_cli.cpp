@@ -174,3 +174,93 @@ TEST_CASE("verify: a folder checks every file once; --quiet prints only the summ
     Run one = cli(dir, "verify --json " + (dir.path / "b0.json").string());
     REQUIRE(json::parse(one.out)["format"] == "rankcert-result/1");
 }
+
+// Regressions from an attacker's session (issue 16): each gets a verdict or
+// exit 3 with one short line, within a bounded time, never a crash, an
+// abort, exit 4 or a read outside the bundle's folder.
+TEST_CASE("hostile input: nesting, huge spreads, broken .npy headers, escapes, symlinks, total work", "[cli]") {
+    TempDir dir;
+    SECTION("10^5 nested objects in provenance: exit 3, one line") {
+        std::string deep = good_bundle().dump();
+        deep.pop_back();
+        deep += ",\"provenance\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+        dir.file("deep.json", deep);
+        Run r = cli(dir, "verify " + (dir.path / "deep.json").string());
+        REQUIRE(r.code == 3);
+        REQUIRE(r.err.find("nested deeper than") != std::string::npos);
+        REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    }
+    SECTION("a logit spread of 1e12: decided, with a small witness, with and without the fast tier") {
+        const json b = bundle_json({{"kind", "logits"}, {"logits", dense(2, 2, {0, "1e12", "-1e12", 0})}}, Rat(1, 10),
+                                   // both rows are (e^-1e12, 1) / (1 + e^-1e12): B = rows (0, 1), error 2 e^-1e12 / (1 + ...)
+                                   {{{"bound", "upper"}, {"kind", "factor"}, {"rank", 1}, {"u", dense(2, 1, {1, 1})},
+                                     {"w", dense(2, 1, {0, 1})}}},
+                                   {{"upper", 1}});
+        dir.file("spread.json", b.dump());
+        for (const char* opt : {"", "--no-fast "}) {
+            const std::string w = (dir.path / "w.json").string();
+            Run r = cli(dir, std::string("verify ") + opt + "--witness " + w + " " + (dir.path / "spread.json").string());
+            INFO(opt << r.out << r.err);
+            REQUIRE(r.code == 0);
+            REQUIRE(std::filesystem::file_size(w) < 20000);
+        }
+    }
+    SECTION("a .npy header with an empty shape: exit 3") {
+        std::string npy = npy_bytes("<f8", {3, 3}, f64_data({1, 0, 0, 0, 1, 0, 0, 0, 1}));
+        const auto at = npy.find("'shape': (");
+        REQUIRE(at != std::string::npos);
+        npy.replace(at, 16, "'shape': ,      ");
+        dir.file("a.npy", npy);
+        json b = good_bundle();
+        b["instance"]["a"] = {{"npy", "a.npy"}, {"sha256", sha256_hex(npy)}};
+        dir.file("b.json", b.dump());
+        dir.file("c.json", good_bundle().dump());
+        Run r = cli(dir, "verify " + dir.path.string());
+        REQUIRE(r.code == 3);
+        REQUIRE(r.err.find("bad .npy header") != std::string::npos);
+        REQUIRE(r.out.find("c.json") != std::string::npos);  // the walk went on
+    }
+    SECTION("control characters in the input are not echoed raw") {
+        json b = good_bundle();
+        b["eps"] = "0.1\n\x1b[31mred";
+        dir.file("esc.json", b.dump());
+        Run r = cli(dir, "verify " + (dir.path / "esc.json").string());
+        REQUIRE(r.code == 3);
+        REQUIRE(r.err.find('\x1b') == std::string::npos);
+        REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+        REQUIRE(r.err.size() < 400);
+    }
+    SECTION("a sidecar symlink out of the folder, the bundle named without a folder: refused") {
+        const std::string npy = npy_bytes("<f8", {3, 3}, f64_data({1, 0, 0, 0, 1, 0, 0, 0, 1}));
+        const auto outside = dir.file("outside.npy", npy);
+        std::filesystem::create_directories(dir.path / "in");
+        std::filesystem::create_symlink(outside, dir.path / "in" / "a.npy");
+        json b = good_bundle();
+        b["instance"]["a"] = {{"npy", "a.npy"}, {"sha256", sha256_hex(npy)}};
+        dir.file("in/b.json", b.dump());
+        const char* exe = std::getenv("RANKCERT_EXE");
+        const std::string cmd = "cd " + (dir.path / "in").string() + " && " + exe + " verify b.json 2>&1";
+        FILE* p = popen(cmd.c_str(), "r");
+        std::string out;
+        std::array<char, 4096> buf;
+        std::size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+        const int status = pclose(p);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 3);
+        REQUIRE(out.find("resolves outside the bundle's folder") != std::string::npos);
+        REQUIRE(out.find(sha256_hex(npy)) == std::string::npos);  // nothing of the outside file is shown
+    }
+    SECTION("n x N beyond the work limit: exit 3 at once") {
+        const std::size_t rows = std::size_t{1} << 18;
+        const std::string q = npy_bytes("<f4", {rows, 1}, std::string(rows * 4, '\0'));
+        dir.file("q.npy", q);
+        const json b = bundle_json({{"kind", "qk"}, {"q", {{"npy", "q.npy"}, {"sha256", sha256_hex(q)}}},
+                                    {"k", {{"npy", "q.npy"}, {"sha256", sha256_hex(q)}}}, {"scale", 1}},
+                                   Rat(1, 10), {});
+        dir.file("big.json", b.dump());
+        Run r = cli(dir, "verify " + (dir.path / "big.json").string());
+        REQUIRE(r.code == 3);
+        REQUIRE(r.err.find("attention entries") != std::string::npos);
+    }
+}

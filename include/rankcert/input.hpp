@@ -31,6 +31,9 @@ struct Limits {
     static constexpr long max_decimal_exponent = 4096;            // |e| in 1.5e-7
     static constexpr long max_binary_exponent = 16384;            // |p| in 0x1.8p-3
     static constexpr std::size_t max_tail_rows = 8192;            // m of a tail certificate
+    static constexpr std::size_t max_nesting = 128;               // depth of JSON objects and arrays
+    static constexpr std::uint64_t max_attention = 1ull << 34;    // n * N, the entries of A (work bound)
+    static constexpr std::size_t max_message_chars = 300;         // one error line
 };
 
 // Where in the input a value sits: the file and a dotted field path.
@@ -44,7 +47,7 @@ struct Where {
 class InputError : public std::runtime_error {
 public:
     InputError(const Where& w, const std::string& what);
-    explicit InputError(const std::string& line) : std::runtime_error(line) {}
+    explicit InputError(const std::string& line);
 };
 
 // Parse JSON text.  Non-integer numbers are stored as their spelling.

@@ -184,6 +184,7 @@ NpyHeader parse_npy_header(std::string h, const Where& w) {
     else throw bad("fortran_order is " + f);
     std::string s = value_of("shape");
     // (a, b) or (a,) or ()
+    if (s.size() < 2 || s.front() != '(' || s.back() != ')') throw bad("shape is not a tuple");
     std::string inner = s.substr(1, s.size() - 2);
     std::size_t p = 0;
     while (p < inner.size()) {
@@ -258,8 +259,13 @@ Matrix parse_npy(const std::string& bytes, const Where& w, bool allow_neg_inf, b
     return m;
 }
 
-ArrayLoader::ArrayLoader(fs::path bundle_dir, std::string bundle_name)
-    : dir_(std::move(bundle_dir)), name_(std::move(bundle_name)) {}
+ArrayLoader::ArrayLoader(fs::path bundle_dir, std::string bundle_name) : name_(std::move(bundle_name)) {
+    // Absolute, so that confinement never compares against an empty folder
+    // (a bundle named "b.json" has the parent path "").
+    std::error_code ec;
+    dir_ = fs::absolute(bundle_dir.empty() ? fs::path(".") : bundle_dir, ec);
+    if (ec) throw InputError(name_ + ": cannot resolve the bundle's folder: " + ec.message());
+}
 
 const ArrayLoader::File& ArrayLoader::sidecar(const json& j, const std::string& key, const Where& w) {
     const Where wk = w.key(key);

@@ -98,6 +98,9 @@ Instance parse_instance(const json& j, const Where& w, ArrayLoader& L) {
         throw InputError(w.key("kind"), "unknown instance kind \"" + kind + "\" (qk, logits, matrix)");
     }
     if (I.n == 0 || I.N == 0) throw InputError(w, "empty instance (n = " + std::to_string(I.n) + ", N = " + std::to_string(I.N) + ")");
+    if (static_cast<std::uint64_t>(I.n) * I.N > Limits::max_attention)
+        throw InputError(w, "n x N = " + std::to_string(I.n) + " x " + std::to_string(I.N) + " exceeds the limit of " +
+                                std::to_string(Limits::max_attention) + " attention entries");
     if (I.kind != InstanceKind::matrix) {
         for (std::size_t i = 0; i < I.n; ++i) {
             bool any = false;
@@ -189,7 +192,11 @@ json read_document(const fs::path& path, const std::string& display, std::string
 Bundle load_bundle(const fs::path& path, const std::string& display) {
     std::string bytes = read_bytes(path, display);
     json doc = parse_json_text(bytes, display);
-    Bundle b = parse_bundle(doc, path.parent_path(), display);
+    // The folder sidecars are confined to: never empty ("b.json" named alone).
+    std::error_code ec;
+    const fs::path dir = fs::absolute(path, ec).parent_path();
+    if (ec) throw InputError(display + ": cannot resolve the bundle's folder: " + ec.message());
+    Bundle b = parse_bundle(doc, dir, display);
     b.sha256 = sha256_hex(bytes);
     return b;
 }

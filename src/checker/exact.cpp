@@ -9,6 +9,8 @@
 
 #include <flint/fmpz.h>
 
+#include <algorithm>
+
 namespace rankcert {
 
 std::string Rat::str() const {
@@ -69,7 +71,7 @@ namespace {
 // whose midpoint and radius exponents are far apart (exp(-10^12), say) never
 // becomes a rational with 10^12 bits: the bounds stay valid and small.
 constexpr slong endpoint_bits = 1 << 17;
-constexpr slong max_exp = 1 << 16;
+constexpr slong max_exp = 1 << 14;
 
 struct Bounds {
     arf_t lo, hi;
@@ -77,9 +79,13 @@ struct Bounds {
     explicit Bounds(arb_srcptr x) {
         arf_init(lo);
         arf_init(hi);
-        // Rounding directed outward: lo <= every point <= hi.
-        arb_get_lbound_arf(lo, x, endpoint_bits);
-        arb_get_ubound_arf(hi, x, endpoint_bits);
+        // Rounding directed outward: lo <= every point <= hi.  64 bits more
+        // than the midpoint carries keeps the information of the ball (its
+        // radius has 30 bits) without spelling out mid + rad exactly when
+        // their exponents are far apart.
+        const slong bits = std::min<slong>(endpoint_bits, std::max<slong>(arf_bits(arb_midref(x)), 30) + 64);
+        arb_get_lbound_arf(lo, x, bits);
+        arb_get_ubound_arf(hi, x, bits);
         clamp(lo, false);
         clamp(hi, true);
     }

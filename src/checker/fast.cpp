@@ -4,6 +4,7 @@
 
 #include "rankcert/enclose.hpp"
 
+#include <bit>
 #include <cfenv>
 #include <cfloat>
 #include <cmath>
@@ -73,7 +74,10 @@ double exp_neg(double x) {
     if (!(std::fabs(r) <= 0.347)) return std::numeric_limits<double>::quiet_NaN();
     double p = coef[13];
     for (int i = 12; i >= 0; --i) p = p * r + coef[i];
-    return std::ldexp(p, static_cast<int>(k));  // exact: the result is a normal number
+    // times 2^k, built from its bits (-1010 <= k <= 1: a normal power of two);
+    // exact, since the product is a normal number.
+    const auto bits = static_cast<std::uint64_t>(static_cast<std::int64_t>(k) + 1023) << 52;
+    return p * std::bit_cast<double>(bits);
 }
 
 double up(double a, double rad) { return (a + rad) * (1 + 0x1p-50) + tiny; }
@@ -118,6 +122,10 @@ std::vector<double> transpose(const std::vector<double>& m, std::size_t rows, st
     return t;
 }
 
+// Compiled for AVX2 and for the baseline, chosen at run time; the
+// arithmetic is the same IEEE operations in the same order either way (the
+// build never contracts to FMA), only four lanes wide.
+__attribute__((target_clones("avx2", "default")))
 void axpy_rows(const double* x, const double* mt, std::size_t len, std::size_t cols, double* out) {
     // out[j] = sum_t x[t] mt[t][j], each a plain left-to-right sum over t
     // (gamma_len applies); the loop over j vectorises without reassociation.
@@ -169,6 +177,11 @@ SoftmaxRows::SoftmaxRows(const Instance& I) : I_(I) {
 bool SoftmaxRows::row(std::size_t i, double* a, double& err) const {
     if (!ok_) return false;
     const std::size_t N = I_.N;
+    // allowed(i, j), inlined for the common masks.
+    const bool all = I_.kind == InstanceKind::qk && I_.mask == MaskKind::none;
+    const bool causal = I_.kind == InstanceKind::qk && I_.mask == MaskKind::causal;
+    const std::size_t last = i + (N - I_.n);  // causal: keys j <= last
+    auto allowed = [&](std::size_t j) { return all || (causal ? j <= last : I_.allowed(i, j)); };
     thread_local std::vector<double> s, E;
     s.resize(N);
     E.resize(N);
@@ -177,7 +190,7 @@ bool SoftmaxRows::row(std::size_t i, double* a, double& err) const {
     if (I_.kind == InstanceKind::logits) {
         const double* row = s_.data() + i * N;
         for (std::size_t j = 0; j < N; ++j) {
-            if (!I_.allowed(i, j)) continue;
+            if (!allowed(j)) continue;
             s[j] = row[j];
             E[j] = in_rel * std::fabs(row[j]);
             m = std::max(m, s[j]);
@@ -194,13 +207,13 @@ bool SoftmaxRows::row(std::size_t i, double* a, double& err) const {
                     in_rel * std::fabs(bias_[j])) * inflate + tiny;
         }
         for (std::size_t j = 0; j < N; ++j)
-            if (I_.allowed(i, j)) m = std::max(m, s[j]);
+            if (allowed(j)) m = std::max(m, s[j]);
     }
     // e_j = exp(s_j - m) (the row softmax is invariant under the exact shift
     // m), enclosed as e~_j +- de_j.
     double Z = 0, sde = 0;
     for (std::size_t j = 0; j < N; ++j) {
-        if (!I_.allowed(i, j)) {
+        if (!allowed(j)) {
             a[j] = 0;
             continue;
         }

@@ -23,8 +23,21 @@ Where Where::index(std::size_t i) const {
     return w;
 }
 
+namespace {
+// One printable line: control bytes (newline, ESC, ...) become '?', and a
+// message that echoes a huge token is cut to Limits::max_message_chars.
+std::string one_line(std::string s) {
+    for (char& c : s)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (s.size() > Limits::max_message_chars) s = s.substr(0, Limits::max_message_chars) + "...";
+    return s;
+}
+}  // namespace
+
 InputError::InputError(const Where& w, const std::string& what)
-    : std::runtime_error(w.file + ": " + (w.field.empty() ? std::string("(top level)") : w.field) + ": " + what) {}
+    : std::runtime_error(one_line(w.file + ": " + (w.field.empty() ? std::string("(top level)") : w.field) + ": " + what)) {}
+
+InputError::InputError(const std::string& line) : std::runtime_error(one_line(line)) {}
 
 namespace {
 
@@ -44,11 +57,11 @@ public:
     }
     bool string(json::string_t& s) { return dom_.string(s); }
     bool binary(json::binary_t& b) { return dom_.binary(b); }
-    bool start_object(std::size_t n) { return dom_.start_object(n); }
+    bool start_object(std::size_t n) { return deeper() && dom_.start_object(n); }
     bool key(json::string_t& k) { return dom_.key(k); }
-    bool end_object() { return dom_.end_object(); }
-    bool start_array(std::size_t n) { return dom_.start_array(n); }
-    bool end_array() { return dom_.end_array(); }
+    bool end_object() { --depth_; return dom_.end_object(); }
+    bool start_array(std::size_t n) { return deeper() && dom_.start_array(n); }
+    bool end_array() { --depth_; return dom_.end_array(); }
     bool parse_error(std::size_t pos, const std::string& tok, const nlohmann::detail::exception& ex) {
         (void)tok;
         std::string msg = ex.what();
@@ -60,6 +73,14 @@ public:
     std::string name_;
 
 private:
+    // Nesting is bounded, so that no later recursive walk or copy of the
+    // document can exhaust the stack.
+    bool deeper() {
+        if (++depth_ > Limits::max_nesting)
+            throw InputError(name_ + ": JSON nested deeper than " + std::to_string(Limits::max_nesting) + " levels");
+        return true;
+    }
+    std::size_t depth_ = 0;
     nlohmann::detail::json_sax_dom_parser<json> dom_;
 };
 

@@ -164,6 +164,9 @@ public:
             failed(e, display, exit_input, "input error", err.what());
         } catch (const std::bad_alloc&) {
             failed(e, display, exit_internal, "internal error", display + ": out of memory while checking");
+        } catch (const std::exception& err) {
+            // A bug: reported for this file, and the walk goes on.
+            failed(e, display, exit_internal, "internal error", display + ": internal error: " + err.what());
         }
         if (tty_ && !a_.quiet) std::cerr << "\r\033[K" << std::flush;
         return cache_[key] = std::move(e);

@@ -12,6 +12,8 @@
 #include "common.hpp"
 #include "units.hpp"
 
+#include <flint/fmpz_mat.h>
+
 namespace rankcert::cert {
 
 void parse_tail(const json& c, const Where& w, const Instance& I, ArrayLoader& L, Certificate& cert) {
@@ -67,22 +69,50 @@ void decide(CertResult& res, Verdict frob_v, const Endpoints& frob_e, const LdlR
                           : frob + " vs " + exact_text(thr));
 }
 
+// F F^T exactly (lower triangle, row-major m x m).  F is brought to integers
+// over the least common denominator D of its entries and multiplied with
+// FLINT's integer matrix product; (F F^T)_ab = (D F)(D F)^T_ab / D^2.
+std::vector<Rat> gram_lower(const Matrix& F) {
+    const std::size_t m = F.rows, f = F.cols;
+    std::vector<Rat> out(m * m);
+    fmpz_t D, t;
+    fmpz_init(D);
+    fmpz_init(t);
+    fmpz_one(D);
+    for (const auto& x : F.v) fmpz_lcm(D, D, fmpq_denref(x.get()));
+    fmpz_mat_t A, At, G;
+    fmpz_mat_init(A, static_cast<slong>(m), static_cast<slong>(f));
+    fmpz_mat_init(At, static_cast<slong>(f), static_cast<slong>(m));
+    fmpz_mat_init(G, static_cast<slong>(m), static_cast<slong>(m));
+    for (std::size_t a = 0; a < m; ++a)
+        for (std::size_t s = 0; s < f; ++s) {
+            const fmpq* x = F(a, s).get();
+            fmpz_divexact(t, D, fmpq_denref(x));
+            fmpz_mul(fmpz_mat_entry(A, a, s), fmpq_numref(x), t);
+            fmpz_set(fmpz_mat_entry(At, s, a), fmpz_mat_entry(A, a, s));
+        }
+    fmpz_mat_mul(G, A, At);
+    fmpz_mul(D, D, D);
+    for (std::size_t a = 0; a < m; ++a)
+        for (std::size_t b = 0; b <= a; ++b) fmpq_set_fmpz_frac(out[a * m + b].get(), fmpz_mat_entry(G, a, b), D);
+    fmpz_mat_clear(G);
+    fmpz_mat_clear(At);
+    fmpz_mat_clear(A);
+    fmpz_clear(t);
+    fmpz_clear(D);
+    return out;
+}
+
 }  // namespace
 
 CertResult check_tail(const Instance& I, const Rat& eps, const Certificate& cert, const CheckOptions& opt) {
     const auto& c = cert.as<TailCert>();
     CertResult res = result_for(cert);
-    const std::size_t m = c.rows.size(), p = c.r.cols, N = I.N, f = c.f.cols;
+    const std::size_t m = c.rows.size(), p = c.r.cols, N = I.N;
     const Rat rho = row_sum_norm(c.r);
     // Exact parts: K = F F^T (lower triangle), and T = k mu + ||F||_F^2 + m (eps rho)^2.
-    std::vector<Rat> ff(m * m);
+    const std::vector<Rat> ff = gram_lower(c.f);
     Rat fnorm;
-    for (std::size_t a = 0; a < m; ++a)
-        for (std::size_t b = 0; b <= a; ++b) {
-            Rat s;
-            for (std::size_t t = 0; t < f; ++t) fmpq_addmul(s.get(), c.f(a, t).get(), c.f(b, t).get());
-            ff[a * m + b] = s;
-        }
     for (std::size_t a = 0; a < m; ++a) fnorm = fnorm + ff[a * m + a];
     const Rat kmuf = Rat(static_cast<long>(c.k)) * c.mu + fnorm;
     const Rat er = eps * rho;
