@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 
 using namespace rankcert;
@@ -283,5 +285,36 @@ TEST_CASE("fast tier: the same verdicts with and without it on random heads", "[
         INFO("trial " << trial << ": " << rf.certificates[0].detail);
         REQUIRE(rf.certificates[0].verdict == ra.certificates[0].verdict);
         REQUIRE(rf.certificates[0].verdict != Verdict::undecided);
+    }
+}
+
+TEST_CASE("fast tier: tail certificates decided in binary64 agree with the Arb ladder", "[fast]") {
+    const char* root = std::getenv("RANKCERT_SOURCE");
+    if (!root) {
+        WARN("RANKCERT_SOURCE not set: skipping the committed tail certificates");
+        return;
+    }
+    const std::filesystem::path c = std::filesystem::path(root) / "certificates";
+    for (const char* f : {"constructions/sphere-d2-eps/sphere-d2-beta128-eps0.05.json",
+                          "real/stories260K/short/short-L4-H4-t2-eps0.1.json"}) {
+        INFO(f);
+        const Bundle b = load_bundle(c / f, f);
+        CheckOptions with, without;
+        without.fast_tier = false;
+        const Report rf = verify(b, with), ra = verify(b, without);
+        for (std::size_t i = 0; i < rf.certificates.size(); ++i) {
+            REQUIRE(rf.certificates[i].verdict == ra.certificates[i].verdict);
+            if (rf.certificates[i].kind == CertKind::tail) {
+                REQUIRE(rf.certificates[i].precision == "fast");
+                REQUIRE(ra.certificates[i].precision != "fast");
+                // Both Frobenius enclosures contain ||A_I R||_F^2: they overlap.
+                const json& ef = rf.certificates[i].decisive["frobenius_sq"];
+                const json& ea = ra.certificates[i].decisive["frobenius_sq"];
+                const Rat flo = parse_rational_text(ef[0].get<std::string>(), {}), fhi = parse_rational_text(ef[1].get<std::string>(), {});
+                const Rat alo = parse_rational_text(ea[0].get<std::string>(), {}), ahi = parse_rational_text(ea[1].get<std::string>(), {});
+                REQUIRE(flo <= ahi);
+                REQUIRE(alo <= fhi);
+            }
+        }
     }
 }

@@ -12,7 +12,12 @@
 #include "common.hpp"
 #include "units.hpp"
 
+#include "rankcert/fast.hpp"
+
 #include <flint/fmpz_mat.h>
+
+#include <algorithm>
+#include <cmath>
 
 namespace rankcert::cert {
 
@@ -103,6 +108,132 @@ std::vector<Rat> gram_lower(const Matrix& F) {
     return out;
 }
 
+// The fast tier for tail certificates (docs/theory.md, "The fast tier",
+// "Tail"): M~ = a~ R~ per row with sum_u |M_tu - M~_tu| <= delta_t; both tests
+// in binary64 with rigorous bounds.  Positive definiteness of H by Rump's
+// method: floating-point Cholesky of X = fl(H~ - c I) completing means
+// L L^T = X + dX with |dX| <= gamma_{m+1} |L||L|^T (Higham, Thm 10.3), so
+// ||dX||_2 <= gamma_{m+1} / (1 - gamma_{m+1}) tr(X); with ||H - H~||_2 <=
+// ||E||_F, H >= (c - ||E||_F - u max X_ii - gamma' tr(X)) I, positive when c
+// is twice the subtracted sum.  Returns true only when both tests are
+// verified (the result filled); otherwise the ladder decides.
+bool fast_tail(const Instance& I, const TailCert& c, const Rat& rho, const std::vector<Rat>& ff, const Rat& thr,
+               const CheckOptions& opt, CertResult& res) {
+    const std::size_t m = c.rows.size(), p = c.r.cols, N = I.N;
+    if (!opt.fast_tier || m == 0 || p == 0) return false;
+    const fast::SoftmaxRows soft(I);
+    if (!soft.ok()) return false;
+    std::vector<double> r(c.r.entries.size());
+    std::vector<std::size_t> per_col(p, 0);
+    for (std::size_t e = 0; e < r.size(); ++e) {
+        if (!fast::to_double(c.r.entries[e].val, r[e])) return false;
+        ++per_col[c.r.entries[e].col];
+    }
+    std::size_t cmax = 0;
+    for (auto k : per_col) cmax = std::max(cmax, k);
+    double rho_up = 0, mu = 0;
+    if (!fast::to_double(rho, rho_up) || !fast::to_double(c.mu, mu)) return false;
+    rho_up *= 1 + 0x1p-50;
+    // Rows of M~ with delta_t (l1 error), mx_t (max |M~_tu|), nrm_t (l2 norm, up).
+    std::vector<double> M(m * p, 0), delta(m), mx(m), nrm(m);
+    std::vector<std::uint8_t> ok(m, 1);
+    rows::parallel_for(m, opt, "tail (fast tier)", 53, [&](std::size_t t) {
+        std::vector<double> a(N);
+        double errA = 0;
+        if (!soft.row(c.rows[t], a.data(), errA)) return ok[t] = 0, false;
+        double* Mt = M.data() + t * p;
+        for (std::size_t e = 0; e < r.size(); ++e) Mt[c.r.entries[e].col] += a[c.r.entries[e].row] * r[e];
+        delta[t] = (errA * rho_up + (fast::gamma(cmax) + 2.01 * fast::in_rel) * (1 + errA) * rho_up) * fast::inflate + fast::tiny;
+        double big = 0, sq = 0;
+        for (std::size_t u = 0; u < p; ++u) {
+            big = std::max(big, std::fabs(Mt[u]));
+            sq += Mt[u] * Mt[u];
+        }
+        mx[t] = big;
+        nrm[t] = std::sqrt(sq) * fast::inflate + fast::tiny;
+        return true;
+    });
+    for (auto v : ok)
+        if (!v) return false;
+    // ||M||_F^2: |exact - F2| <= sum_t delta_t (2 mx_t + delta_t) + gamma_{mp} F2.
+    double F2 = 0, eF = 0;
+    for (std::size_t t = 0; t < m; ++t) {
+        F2 += nrm[t] * nrm[t];  // >= fl(sum M~^2): norms were rounded up
+        eF += delta[t] * (2 * mx[t] + delta[t]);
+    }
+    eF = (eF + fast::gamma(m * p + 2) * F2) * fast::inflate + fast::tiny;
+    // Lower end of ||M||_F^2 from the fl sum of squares (not the rounded-up norms).
+    double F2low = 0;
+    for (std::size_t t = 0; t < m * p; ++t) F2low += M[t] * M[t];
+    const double frob_lo = fast::down(F2low, eF), frob_hi = fast::up(F2, eF);
+    if (!(cmp(fast::exact(frob_lo), thr) > 0)) return false;
+    // H~ = fl(FF^T) + mu I - fl(M~ M~^T) (lower triangle), and the entry
+    // bounds E_ab >= |H_ab - H~_ab| summed as ||E||_F^2 (both triangles).
+    std::vector<double> X(m * m, 0), rowE2(m, 0);
+    std::vector<std::uint8_t> entered(m, 1);
+    const double gp = fast::gamma(p + 2);
+    rows::parallel_for(m, opt, "tail Gram (fast tier)", 53, [&](std::size_t a) {
+        const double* Ma = M.data() + a * p;
+        for (std::size_t b = 0; b <= a; ++b) {
+            const double* Mb = M.data() + b * p;
+            double g = 0;
+            for (std::size_t u = 0; u < p; ++u) g += Ma[u] * Mb[u];
+            double f = 0;
+            if (!fast::to_double(ff[a * m + b], f)) return entered[a] = 0, false;
+            const double h = a == b ? (f + mu) - g : f - g;
+            X[a * m + b] = h;
+            // FF^T and mu entered (in_rel), G~ vs G (row errors and gamma_p),
+            // and the two roundings of h (u |each operand| each).
+            const double Eab = (fast::in_rel * (std::fabs(f) + (a == b ? mu : 0)) + delta[a] * (mx[b] + delta[b]) +
+                                mx[a] * delta[b] + gp * nrm[a] * nrm[b] +
+                                2 * fast::unit * (std::fabs(f) + (a == b ? mu : 0) + std::fabs(g))) *
+                                   fast::inflate + fast::tiny;
+            rowE2[a] += (a == b ? 1 : 2) * Eab * Eab;
+        }
+        return true;
+    });
+    double E2 = 0, trace = 0, maxdiag = 0;
+    for (std::size_t a = 0; a < m; ++a) {
+        if (!entered[a]) return false;
+        E2 += rowE2[a];
+        trace += std::max(0.0, X[a * m + a]);
+        maxdiag = std::max(maxdiag, std::fabs(X[a * m + a]));
+    }
+    const double normE = std::sqrt(E2 * fast::inflate) * fast::inflate + fast::tiny;  // >= ||H - H~||_2
+    const double gm = fast::gamma(m + 1), gprime = gm / (1 - gm);
+    const double shift = 2 * (normE + gprime * trace + 2 * fast::unit * maxdiag) * fast::inflate + fast::tiny;
+    // Cholesky of X = fl(H~ - shift I), in place (lower triangle).
+    for (std::size_t a = 0; a < m; ++a) X[a * m + a] -= shift;
+    for (std::size_t k = 0; k < m; ++k) {
+        double d = X[k * m + k];
+        for (std::size_t l = 0; l < k; ++l) d -= X[k * m + l] * X[k * m + l];
+        if (!(d > 0)) return false;  // not certain: the ladder decides
+        const double lkk = std::sqrt(d);
+        X[k * m + k] = lkk;
+        for (std::size_t i = k + 1; i < m; ++i) {
+            double s = X[i * m + k];
+            for (std::size_t l = 0; l < k; ++l) s -= X[i * m + l] * X[k * m + l];
+            X[i * m + k] = s / lkk;
+        }
+    }
+    res.verdict = Verdict::verified;
+    res.precision = "fast";
+    const Endpoints fe{fast::exact(frob_lo), fast::exact(frob_hi), true};
+    res.decisive = {{"quantity", "tail"},
+                    {"frobenius_sq", endpoints_json(fe)},
+                    {"frobenius_relation", ">"},
+                    {"threshold", thr.str()},
+                    {"rho", rho.str()},
+                    {"psd", "verified"},
+                    {"psd_method", "binary64 Cholesky of H~ - c I (Rump)"},
+                    {"shift_c", fast::exact(shift).str()},
+                    {"h_error_frobenius", fast::exact(normE).str()}};
+    res.detail = "||M||_F^2 in " + interval_text(fe) + " > " + exact_text(thr) +
+                 "; mu I + F F^T - M M^T positive definite (binary64 Cholesky with shift " + exact_text(fast::exact(shift)) +
+                 ")";
+    return true;
+}
+
 }  // namespace
 
 CertResult check_tail(const Instance& I, const Rat& eps, const Certificate& cert, const CheckOptions& opt) {
@@ -136,6 +267,7 @@ CertResult check_tail(const Instance& I, const Rat& eps, const Certificate& cert
         decide(res, frob > thr ? Verdict::verified : Verdict::refuted, {frob, frob, true}, ldl, "exact", thr, kmuf, rho);
         return res;
     }
+    if (fast_tail(I, c, rho, ff, thr, opt, res)) return res;
     for (slong prec : rows::ladder(opt)) {
         RowEncloser enc(I, prec);
         BallVec M(m * p), r(c.r.entries.size());
