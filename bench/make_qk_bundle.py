@@ -12,6 +12,10 @@ neumann: self-attention (K = Q, Gaussian, d = 64, temperature 1), whose
 diagonal dominates; R = the float inverse of A (dense, n x n), rho = ||R||_inf,
 eps = 0.9 (1 - delta) / rho with delta the float Neumann residual.
 
+tail: the same heads; rows I = all, R = I_N (so M = A), k = n/4, F = the top
+k eigenvectors of A A^T scaled by the square roots of their eigenvalues, mu =
+lambda_{k+1} (1 + 1e-6) + 1e-12, eps = sqrt(0.9 (sum_{t>k} lambda_t - k mu) / n).
+
 usage: /usr/bin/python3 bench/make_qk_bundle.py OUT_DIR [--kind factor|neumann]
            [--n 512] [--d 64] [--k 64] [--seed 1] [--temperature T]
 Needs Debian's python3-numpy.  Untrusted helper: its output goes through
@@ -61,7 +65,7 @@ def round_up(e):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--kind", choices=["factor", "neumann"], default="factor")
+    ap.add_argument("--kind", choices=["factor", "neumann", "tail"], default="factor")
     ap.add_argument("--n", type=int, default=512)
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--k", type=int, default=64)
@@ -72,7 +76,7 @@ def main():
     rng = np.random.default_rng(a.seed)
     temp = a.temperature if a.temperature is not None else (0.25 if a.kind == "factor" else 1.0)
     Q = rng.standard_normal((a.n, a.d)).astype(np.float32)
-    K = Q if a.kind == "neumann" else rng.standard_normal((a.n, a.d)).astype(np.float32)
+    K = Q if a.kind in ("neumann", "tail") else rng.standard_normal((a.n, a.d)).astype(np.float32)
     S = temp * (Q.astype(np.float64) @ K.astype(np.float64).T) / math.sqrt(a.d)
     A = softmax_rows(S)
     stem = f"qk-{a.kind}-n{a.n}-d{a.d}" + (f"-k{a.k}" if a.kind == "factor" else "")
@@ -88,6 +92,19 @@ def main():
                 "w": save(a.out, stem + ".w.npy", Wk, np.float64)}
         claim = {"upper": a.k}
         prov = {"float_row_error": float(err)}
+    elif a.kind == "tail":
+        k = a.n // 4
+        lam, V = np.linalg.eigh(A @ A.T)
+        lam, V = lam[::-1], V[:, ::-1]
+        F = V[:, :k] * np.sqrt(np.maximum(lam[:k], 0))
+        mu = float(lam[k] * (1 + 1e-6) + 1e-12)
+        rest = float(lam[k:].sum()) - k * mu
+        eps = float(f"{math.sqrt(0.9 * rest / a.n):.2g}")
+        cert = {"bound": "lower", "kind": "tail", "rank": k + 1, "rows": list(range(a.n)), "k": k, "mu": repr(mu),
+                "r": save(a.out, stem + ".r.npy", np.eye(a.n), np.float64),
+                "f": save(a.out, stem + ".f.npy", F, np.float64)}
+        claim = {"lower": k + 1}
+        prov = {"lambda_k_plus_1": float(lam[k])}
     else:
         R = np.linalg.inv(A)
         delta = np.abs(np.eye(a.n) - A @ R).sum(axis=1).max()

@@ -3,7 +3,7 @@
 reference a verified checker is measured against.
 
 factor: max_i sum_j |A_ij - (U W^T)_ij| <= eps; neumann: max_t delta_t + eps
-rho < 1.  Prints the float quantity and "ok" or "fails".  Reads the bundles
+rho < 1; tail: Cholesky of mu I + F F^T - M M^T and the Frobenius test.  Prints the float quantity and "ok" or "fails".  Reads the bundles
 bench/make_qk_bundle.py writes (qk with .npy sidecars, no mask or bias).
 usage: /usr/bin/python3 bench/numpy_check.py BUNDLE.json
 """
@@ -33,6 +33,21 @@ def main():
     if cert["kind"] == "factor":
         err = np.abs(A - load(cert["u"]) @ load(cert["w"]).T).sum(axis=1).max()
         print(f"max row error {err:.6g}: {'ok' if err <= eps else 'fails'}")
+    elif cert["kind"] == "tail":
+        rows = np.array(cert["rows"])
+        R, F = load(cert["r"]), load(cert["f"])
+        M = A[rows] @ R
+        mu = float(Fraction(cert["mu"]))
+        rho = np.abs(R).sum(axis=1).max()
+        H = mu * np.eye(len(rows)) + F @ F.T - M @ M.T
+        try:
+            np.linalg.cholesky(H)
+            pd = True
+        except np.linalg.LinAlgError:
+            pd = False
+        frob = (M * M).sum()
+        thr = cert["k"] * mu + (F * F).sum() + len(rows) * (eps * rho) ** 2
+        print(f"||M||_F^2 - threshold = {frob - thr:.6g}, H positive definite: {pd}: {'ok' if pd and frob > thr else 'fails'}")
     else:
         R = load(cert["r"])
         rows = np.array(cert["rows"])
