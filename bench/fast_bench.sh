@@ -62,7 +62,7 @@ print('all (tail)' if c['kind'] == 'tail' and c['precision'] == 'fast' else f\"{
       read -r ta _ < <(RUNS=1 measure "$RANKCERT" verify --quiet --no-fast --threads "$threads" "$bundle")
     fi
     printf '| %s | %s | %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %s / %s |\n' "$kind" "$n" "$eps" "$threads" "$tv" "$fast" \
-      "$tn" "$tl" "$(awk -v a="$tv" -v b="$tn" 'BEGIN {print a / b}')" "$(awk -v a="$tv" -v b="$tl" 'BEGIN {if (b == "-") print "-"; else print a / (b > 0 ? b : 0.01)}')" \
+      "$tn" "$tl" "$(awk -v a="$tv" -v b="$tn" 'BEGIN {print a / b}')" "$(awk -v a="$tv" -v b="$tl" 'BEGIN {if (b == "-") print "-"; else printf "%.1f", a / (b > 0 ? b : 0.01)}')" \
       "$ta" "$rv" "$rn"
   done
 }
