@@ -39,18 +39,24 @@ long rank_of(const std::vector<Rat>& m, std::size_t rows, std::size_t cols) {
     return r;
 }
 
-// A^T B for A (rows x a), B (rows x b), row-major, exact.
-std::vector<Rat> gram(const std::vector<Rat>& A, const std::vector<Rat>& B, std::size_t rows, std::size_t a, std::size_t b) {
-    std::vector<Rat> out(a * b);
-    for (std::size_t i = 0; i < rows; ++i)
-        for (std::size_t s = 0; s < a; ++s) {
-            if (A[i * a + s].is_zero()) continue;
-            for (std::size_t t = 0; t < b; ++t) fmpq_addmul(out[s * b + t].get(), A[i * a + s].get(), B[i * b + t].get());
+}  // namespace
+
+std::vector<Rat> rat_mul(const std::vector<Rat>& A, const std::vector<Rat>& B, std::size_t a, std::size_t b, std::size_t c) {
+    std::vector<Rat> out(a * c);
+    for (std::size_t i = 0; i < a; ++i)
+        for (std::size_t k = 0; k < b; ++k) {
+            if (A[i * b + k].is_zero()) continue;
+            for (std::size_t j = 0; j < c; ++j) fmpq_addmul(out[i * c + j].get(), A[i * b + k].get(), B[k * c + j].get());
         }
     return out;
 }
 
-}  // namespace
+std::vector<Rat> rat_transpose(const std::vector<Rat>& A, std::size_t a, std::size_t b) {
+    std::vector<Rat> out(a * b);
+    for (std::size_t i = 0; i < a; ++i)
+        for (std::size_t j = 0; j < b; ++j) out[j * a + i] = A[i * b + j];
+    return out;
+}
 
 std::vector<Rat> centred_logits(const Matrix& S) {
     const std::size_t n = S.rows, N = S.cols;
@@ -75,14 +81,9 @@ long exact_visible_dimension(const Instance& I) {
     if (I.kind == InstanceKind::qk) {
         const std::size_t d = I.d();
         const auto Qc = centred(I.q), Kc = centred(I.k);
-        const auto G1 = gram(Qc, Qc, I.n, d, d), G2 = gram(Kc, Kc, I.N, d, d);
-        std::vector<Rat> P(d * d);
-        for (std::size_t a = 0; a < d; ++a)
-            for (std::size_t t = 0; t < d; ++t) {
-                if (G1[a * d + t].is_zero()) continue;
-                for (std::size_t b = 0; b < d; ++b) fmpq_addmul(P[a * d + b].get(), G1[a * d + t].get(), G2[t * d + b].get());
-            }
-        return rank_of(P, d, d);
+        const auto G1 = rat_mul(rat_transpose(Qc, I.n, d), Qc, d, I.n, d);
+        const auto G2 = rat_mul(rat_transpose(Kc, I.N, d), Kc, d, I.N, d);
+        return rank_of(rat_mul(G1, G2, d, d, d), d, d);
     }
     if (I.kind == InstanceKind::logits && I.n * I.N <= 65536) return rank_of(centred_logits(I.logits), I.n, I.N);
     return -1;

@@ -16,6 +16,11 @@
 
 namespace rankcert {
 
+// Exact products: A B for A (a x b), B (b x c), and the transpose of A (a x b);
+// row-major.
+std::vector<Rat> rat_mul(const std::vector<Rat>& A, const std::vector<Rat>& B, std::size_t a, std::size_t b, std::size_t c);
+std::vector<Rat> rat_transpose(const std::vector<Rat>& A, std::size_t a, std::size_t b);
+
 // Exact C = P_n S P_N of a logits matrix (row-major n x N).
 std::vector<Rat> centred_logits(const Matrix& S);
 

@@ -32,24 +32,6 @@ void require_unmasked(const Instance& I, const Where& w, const char* what) {
     if (I.has_mask()) throw InputError(w, std::string(what) + " (masked rows have no interaction C)");
 }
 
-// out = A B (exact), A a x b, B b x c (row-major).
-std::vector<Rat> mul(const std::vector<Rat>& A, const std::vector<Rat>& B, std::size_t a, std::size_t b, std::size_t c) {
-    std::vector<Rat> out(a * c);
-    for (std::size_t i = 0; i < a; ++i)
-        for (std::size_t k = 0; k < b; ++k) {
-            if (A[i * b + k].is_zero()) continue;
-            for (std::size_t j = 0; j < c; ++j) fmpq_addmul(out[i * c + j].get(), A[i * b + k].get(), B[k * c + j].get());
-        }
-    return out;
-}
-
-std::vector<Rat> transpose(const std::vector<Rat>& A, std::size_t a, std::size_t b) {
-    std::vector<Rat> out(a * b);
-    for (std::size_t i = 0; i < a; ++i)
-        for (std::size_t j = 0; j < b; ++j) out[j * a + i] = A[i * b + j];
-    return out;
-}
-
 // Exact inverse; false when singular.
 bool invert(const std::vector<Rat>& A, std::size_t r, std::vector<Rat>& out) {
     fmpq_mat_t a, b;
@@ -94,8 +76,8 @@ Verdict check_gauge(const ProfileCert& p, std::size_t n, std::size_t N, json& de
         dec["gauge"] = "singular";
         return Verdict::refuted;
     }
-    const auto U = mul(p.x.v, p.gauge.v, n, r, r);
-    const auto V = mul(p.y.v, transpose(Ginv, r, r), N, r, r);  // y_j G^{-T}
+    const auto U = rat_mul(p.x.v, p.gauge.v, n, r, r);
+    const auto V = rat_mul(p.y.v, rat_transpose(Ginv, r, r), N, r, r);  // y_j G^{-T}
     const Rat prod = max_row_sq(U, n, r) * max_row_sq(V, N, r);  // kappa_gauge^2
     dec["kappa_gauge_sq"] = prod.str();
     return (p.kappa_hi.sign() >= 0 && prod <= p.kappa_hi * p.kappa_hi) ? Verdict::verified : Verdict::refuted;
@@ -113,8 +95,8 @@ Verdict check_dual_data(const ProfileCert& p, std::size_t n, std::size_t N, json
         if (!(sum == Rat(1))) v = Verdict::refuted;
     }
     const std::size_t s = p.zu.cols;
-    const auto P = mul(transpose(p.zu.v, n, s), p.zu.v, s, n, s);
-    const auto Q = mul(transpose(p.zv.v, N, s), p.zv.v, s, N, s);
+    const auto P = rat_mul(rat_transpose(p.zu.v, n, s), p.zu.v, s, n, s);
+    const auto Q = rat_mul(rat_transpose(p.zv.v, N, s), p.zv.v, s, N, s);
     std::vector<Rat> Pinv;
     Verdict vz = Verdict::undecided;
     if (invert(P, s, Pinv)) {
