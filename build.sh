@@ -15,6 +15,7 @@ PACKAGES=(
   nlohmann-json3-dev libssl-dev          # JSON reader, SHA-256 (libcrypto)
   libcli11-dev catch2                    # command line, tests
   libeigen3-dev libglpk-dev zlib1g-dev   # producer only: float linear algebra, LPs, .npz
+  python3-mpmath                         # tests only: the independent re-checker (tools/recheck/)
 )
 
 install_deps() {

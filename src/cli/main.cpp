@@ -339,7 +339,17 @@ int exec_producer(int argc, char** argv) {
     return exit_input;
 }
 
+// FLINT and Arb abort the process when an allocation fails (their own
+// memory manager, not std::bad_alloc).  Say so in one line and exit with the
+// internal-error status instead of dumping core.
+[[noreturn]] void on_flint_abort() {
+    static const char msg[] = "rankcert: FLINT/Arb failed (out of memory): internal error\n";
+    [[maybe_unused]] const auto n = write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(exit_internal);
+}
+
 int main(int argc, char** argv) {
+    flint_set_abort(on_flint_abort);
     if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract" ||
                      std::string(argv[1]) == "construct" || std::string(argv[1]) == "profile"))
         return exec_producer(argc, argv);

@@ -1,0 +1,71 @@
+#!/bin/sh
+# The independent re-checker (tools/recheck/recheck.py: Python fractions and
+# mpmath intervals, no code shared with src/) agrees with rankcert on a sample
+# of the committed bundles, and flags tampered witnesses and bundles.
+# usage: recheck.sh SOURCE_ROOT RANKCERT_EXE
+set -eu
+root=$1 exe=$2
+if ! /usr/bin/python3 -c "import mpmath" 2>/dev/null; then
+  echo "recheck: SKIPPED: Debian's python3-mpmath is not installed (./build.sh test installs it)"
+  exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+rc=/usr/bin/python3
+rk="$root/tools/recheck/recheck.py"
+cd "$root"
+# A sample: the hand-made bundles, every 60th real bundle, two constructions.
+sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json;
+           find certificates/real -name '*.json' ! -name '*summary*' | sort | awk 'NR % 60 == 1';
+           echo certificates/constructions/ball-r1/ball-r1-beta128-eps0.1.json;
+           echo certificates/constructions/sphere-d2/sphere-d2-beta16-eps0.1.json) )
+n=0
+for b in $sample; do
+  "$exe" verify --quiet --witness "$tmp/w.json" "$b" > /dev/null
+  if ! $rc "$rk" "$b" "$tmp/w.json" > "$tmp/out" 2>&1; then
+    echo "recheck: no agreement on $b:"; cat "$tmp/out"; exit 1
+  fi
+  n=$((n + 1))
+done
+echo "recheck: agree on $n committed bundles"
+
+# Tampering.  A bundle with a wrong factor entry: rankcert refutes, and the
+# re-checker agrees that it is refuted.
+b=certificates/softmax-small/gauss24-d4-beta2-eps0.1.json
+mkdir -p "$tmp/t"
+cp certificates/softmax-small/* "$tmp/t/"
+$rc - "$tmp/t/$(basename $b)" <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+c = d["certificates"][0]
+c["u"] = {"shape": [24, 1], "data": [1] * 24}
+c["w"] = {"shape": [24, 1], "data": [0] * 24}
+c["rank"] = 1
+d["claim"] = {}
+json.dump(d, open(p, "w"))
+PY
+"$exe" verify --quiet --witness "$tmp/wt.json" "$tmp/t/$(basename $b)" > /dev/null && { echo "recheck: tampered bundle not refuted by rankcert"; exit 1; } || true
+$rc "$rk" "$tmp/t/$(basename $b)" "$tmp/wt.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+
+# Tampered witnesses: a flipped verdict, a moved enclosure, a wrong hash.
+"$exe" verify --quiet --witness "$tmp/w.json" "$b" > /dev/null
+tamper() {  # python expression on w, expected exit status
+  $rc - "$tmp/w.json" "$tmp/bad.json" "$1" <<'PY'
+import json, sys
+w = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(w, open(sys.argv[2], "w"))
+PY
+  set +e
+  $rc "$rk" "$b" "$tmp/bad.json" > "$tmp/out" 2>&1
+  got=$?
+  set -e
+  if [ "$got" != "$2" ]; then echo "recheck: tampered witness ($1) gave exit $got, expected $2:"; cat "$tmp/out"; exit 1; fi
+}
+tamper 'w["certificates"][1]["verdict"] = "refuted"' 1
+tamper 'w["certificates"][0]["decisive"]["enclosure"] = ["5", "6"]' 1
+tamper 'w["upper"] = 3; w["certificates"] = w["certificates"]' 1
+tamper 'w["bundle"]["sha256"] = "0" * 64' 3
+echo "recheck: tampered bundle and witnesses flagged"

@@ -1,0 +1,478 @@
+#!/usr/bin/python3
+"""An independent re-checker for rankcert bundles and witnesses.
+
+It shares no code with rankcert: Python's standard library (fractions, json,
+hashlib, struct) for exact input, and mpmath's interval arithmetic
+(Debian's python3-mpmath) for the transcendental parts.  For each bundle it
+recomputes every certificate's inequalities from the exact instance, decides
+them on its own enclosures, and compares with what rankcert said (the
+witness file, `rankcert verify --witness`):
+
+  agree      every certificate it decided got the same verdict from rankcert,
+             the certified bracket is the same, and each decisive enclosure
+             in the witness overlaps the re-checker's enclosure of the same
+             quantity (both contain the true value, so they must meet);
+  disagree   some verdict, bracket or enclosure contradicts;
+  undecided  it could not decide something rankcert decided (e.g. not enough
+             precision, or a kind it does not re-check: profile, sandwich).
+
+Rows: all rows when n <= --all-rows-below (default 48); otherwise a random
+subset of --rows rows (default 24) chosen with --seed (default 0), plus the
+witness's decisive row.  A row-wise "verified" is then re-checked on that
+subset only; the report says so.
+
+usage: /usr/bin/python3 tools/recheck/recheck.py BUNDLE.json WITNESS.json [--json]
+       [--dps 30] [--rows 24] [--seed 0] [--all-rows-below 48]
+exit: 0 agree, 1 disagree, 2 undecided, 3 input error.
+"""
+import argparse
+import hashlib
+import json
+import os
+import random
+import struct
+import sys
+from fractions import Fraction
+
+from mpmath import iv, libmp
+
+
+class InputError(Exception):
+    pass
+
+
+# ---- exact numbers -----------------------------------------------------------
+
+def number(x, where):
+    """A JSON number or string as an exact Fraction (or the tag 'neg_inf')."""
+    if isinstance(x, bool):
+        raise InputError(f"{where}: a boolean is not a number")
+    if isinstance(x, int):
+        return Fraction(x)
+    if isinstance(x, Fraction):
+        return x
+    if isinstance(x, dict) and "rsqrt" in x:
+        return ("rsqrt", number(x["rsqrt"], where + ".rsqrt"))
+    if isinstance(x, str):
+        s = x.strip()
+        if s == "-inf":
+            return "neg_inf"
+        try:
+            if s.lower().startswith(("0x", "-0x", "+0x")):
+                return Fraction(float.fromhex(s))  # exact: a hex float is a double
+            if "/" in s:
+                p, q = s.split("/")
+                return Fraction(int(p), int(q))
+            return Fraction(s)
+        except (ValueError, ZeroDivisionError, OverflowError) as e:
+            raise InputError(f"{where}: not an exact number: {s[:40]!r} ({e})")
+    raise InputError(f"{where}: not a number")
+
+
+def parse_json_exact(text):
+    # Non-integer JSON numbers become the decimal they spell.
+    return json.loads(text, parse_float=Fraction)
+
+
+# ---- arrays --------------------------------------------------------------------
+
+def ieee(bits, ebits, mbits):
+    sign = -1 if bits >> (ebits + mbits) else 1
+    e = (bits >> mbits) & ((1 << ebits) - 1)
+    m = bits & ((1 << mbits) - 1)
+    bias = (1 << (ebits - 1)) - 1
+    if e == (1 << ebits) - 1:
+        return "neg_inf" if (m == 0 and sign < 0) else None
+    if e == 0:
+        return sign * Fraction(m, 1 << (bias - 1 + mbits))
+    v = Fraction((1 << mbits) + m) * Fraction(2) ** (e - bias - mbits)
+    return sign * v
+
+
+DTYPES = {"<f2": (2, lambda b: ieee(struct.unpack("<H", b)[0], 5, 10)),
+          "<f4": (4, lambda b: ieee(struct.unpack("<I", b)[0], 8, 23)),
+          "<f8": (8, lambda b: ieee(struct.unpack("<Q", b)[0], 11, 52)),
+          "|b1": (1, lambda b: Fraction(b[0] != 0)),
+          "|u1": (1, lambda b: Fraction(b[0])),
+          "<i4": (4, lambda b: Fraction(struct.unpack("<i", b)[0])),
+          "<i8": (8, lambda b: Fraction(struct.unpack("<q", b)[0]))}
+
+
+def read_npy(data, where):
+    if data[:6] != b"\x93NUMPY":
+        raise InputError(f"{where}: not a .npy file")
+    major = data[6]
+    if major == 1:
+        hlen, off = struct.unpack("<H", data[8:10])[0], 10
+    else:
+        hlen, off = struct.unpack("<I", data[8:12])[0], 12
+    header = data[off:off + hlen].decode("latin1")
+    import ast
+    h = ast.literal_eval(header)
+    descr, fortran, shape = h["descr"], h["fortran_order"], tuple(h["shape"])
+    if descr not in DTYPES:
+        raise InputError(f"{where}: dtype {descr} not supported")
+    size, conv = DTYPES[descr]
+    rows, cols = (shape[0], 1) if len(shape) == 1 else (1, 1) if len(shape) == 0 else shape
+    body = data[off + hlen:]
+    vals = [conv(body[t * size:(t + 1) * size]) for t in range(rows * cols)]
+    if fortran and len(shape) == 2:
+        vals = [vals[j * rows + i] for i in range(rows) for j in range(cols)]
+    return rows, cols, vals, len(shape) == 1
+
+
+SAFE = {"F16": (2, DTYPES["<f2"][1]), "BF16": (2, lambda b: ieee(struct.unpack("<H", b)[0], 8, 7)),
+        "F32": (4, DTYPES["<f4"][1]), "F64": (8, DTYPES["<f8"][1]), "BOOL": (1, DTYPES["|b1"][1]),
+        "U8": (1, DTYPES["|u1"][1])}
+
+
+def read_safetensors(data, name, where):
+    n = struct.unpack("<Q", data[:8])[0]
+    head = json.loads(data[8:8 + n])
+    t = head[name]
+    size, conv = SAFE[t["dtype"]]
+    b, e = t["data_offsets"]
+    body = data[8 + n + b:8 + n + e]
+    shape = t["shape"]
+    rows, cols = (shape[0], 1) if len(shape) == 1 else shape
+    return rows, cols, [conv(body[k * size:(k + 1) * size]) for k in range(rows * cols)], len(shape) == 1
+
+
+class Arrays:
+    def __init__(self, folder, sidecars):
+        self.folder = os.path.realpath(folder)
+        self.hashes = {s["path"]: s["sha256"] for s in sidecars}
+
+    def file(self, rel, sha, where):
+        full = os.path.realpath(os.path.join(self.folder, rel))
+        if os.path.isabs(rel) or not full.startswith(self.folder + os.sep):
+            raise InputError(f"{where}: sidecar {rel!r} outside the bundle's folder")
+        data = open(full, "rb").read()
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise InputError(f"{where}: sha256 mismatch for {rel}")
+        return data
+
+    def load(self, j, where):
+        """(rows, cols, row-major values, is_vector)."""
+        if "npy" in j:
+            return read_npy(self.file(j["npy"], j["sha256"], where), where)
+        if "safetensors" in j:
+            return read_safetensors(self.file(j["safetensors"], j["sha256"], where), j["tensor"], where)
+        shape = j["shape"]
+        if "coo" in j:
+            rows, cols = (shape[0], 1) if len(shape) == 1 else shape
+            vals = [Fraction(0)] * (rows * cols)
+            c = j["coo"]
+            for r, k, v in zip(c["row"], c["col"], c["val"]):
+                vals[r * cols + k] = number(v, where)
+            return rows, cols, vals, len(shape) == 1
+        rows, cols = (shape[0], 1) if len(shape) == 1 else shape
+        return rows, cols, [number(v, where) for v in j["data"]], len(shape) == 1
+
+
+# ---- intervals -------------------------------------------------------------------
+
+def ivq(q):
+    """An interval containing the Fraction q."""
+    return iv.mpf(q.numerator) / iv.mpf(q.denominator)
+
+
+def ends(x):
+    """Exact Fraction endpoints of an mpmath interval."""
+    a, b = x._mpi_
+    pa, qa = libmp.to_rational(a)
+    pb, qb = libmp.to_rational(b)
+    return Fraction(pa, qa), Fraction(pb, qb)
+
+
+def le(x, t):
+    lo, hi = ends(x)
+    return "verified" if hi <= t else "refuted" if lo > t else "undecided"
+
+
+def lt(x, t):
+    lo, hi = ends(x)
+    return "verified" if hi < t else "refuted" if lo >= t else "undecided"
+
+
+def gt(x, t):
+    lo, hi = ends(x)
+    return "verified" if lo > t else "refuted" if hi <= t else "undecided"
+
+
+def combine(vs):
+    if "refuted" in vs:
+        return "refuted"
+    return "undecided" if "undecided" in vs else "verified"
+
+
+# ---- the instance ------------------------------------------------------------------
+
+class Instance:
+    def __init__(self, j, arrays):
+        self.kind = j["kind"]
+        if self.kind == "matrix":
+            self.n, self.N, a, _ = arrays.load(j["a"], "instance.a")
+            self.a = [a[i * self.N:(i + 1) * self.N] for i in range(self.n)]
+            return
+        if self.kind == "logits":
+            self.n, self.N, s, _ = arrays.load(j["logits"], "instance.logits")
+            self.s = [s[i * self.N:(i + 1) * self.N] for i in range(self.n)]
+            self.allowed = [[v != "neg_inf" for v in row] for row in self.s]
+            return
+        self.n, d, q, _ = arrays.load(j["q"], "instance.q")
+        self.N, d2, k, _ = arrays.load(j["k"], "instance.k")
+        self.q = [q[i * d:(i + 1) * d] for i in range(self.n)]
+        self.k = [k[i * d:(i + 1) * d] for i in range(self.N)]
+        scale = number(j["scale"], "instance.scale")
+        temp = number(j.get("temperature", 1), "instance.temperature")
+        self.scale, self.temp = scale, temp
+        bias = j.get("key_bias")
+        self.bias = [Fraction(0)] * self.N
+        if bias is not None:
+            _, _, self.bias, _ = arrays.load(bias, "instance.key_bias")
+        mask = j.get("mask", "none") or "none"
+        if mask == "none":
+            self.allowed = [[True] * self.N for _ in range(self.n)]
+        elif mask == "causal":
+            self.allowed = [[col <= i + self.N - self.n for col in range(self.N)] for i in range(self.n)]
+        else:
+            r, c, m, _ = arrays.load(mask, "instance.mask")
+            self.allowed = [[m[i * c + col] != 0 for col in range(c)] for i in range(r)]
+
+    def softmax(self):
+        return self.kind != "matrix"
+
+    def row(self, i):
+        """Row i of A as intervals (exact Fractions for matrix instances)."""
+        if self.kind == "matrix":
+            return [ivq(x) for x in self.a[i]]
+        if self.kind == "logits":
+            logits = [ivq(x) if ok else None for x, ok in zip(self.s[i], self.allowed[i])]
+        else:
+            # The coefficient at the current precision (scale = q or 1/sqrt(q)).
+            if isinstance(self.scale, Fraction):
+                coef = ivq(self.scale * self.temp)
+            else:
+                coef = ivq(self.temp) / iv.sqrt(ivq(self.scale[1]))
+            logits = []
+            for col in range(self.N):
+                if not self.allowed[i][col]:
+                    logits.append(None)
+                    continue
+                dot = sum((a * b for a, b in zip(self.q[i], self.k[col])), Fraction(0))  # exact
+                logits.append(coef * ivq(dot) + ivq(self.bias[col]))
+        shift = max((float(x.mid) for x in logits if x is not None))
+        ex = [iv.exp(x - shift) if x is not None else None for x in logits]
+        z = sum((e for e in ex if e is not None), iv.mpf(0))
+        return [e / z if e is not None else iv.mpf(0) for e in ex]
+
+
+# ---- certificates --------------------------------------------------------------------
+
+def dense(arrays, j, where):
+    r, c, v, isvec = arrays.load(j, where)
+    return r, c, v
+
+
+def check_rows(rows_to_check, value, test):
+    """Decide value(t) (an interval) against test for each t; the verdict and the per-row enclosures."""
+    out, encl = [], {}
+    for t in rows_to_check:
+        x = value(t)
+        encl[t] = x
+        out.append(test(x))
+        if out[-1] == "refuted":
+            break
+    return combine(out), encl
+
+
+def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
+    kind, where = c["kind"], f"certificates[{idx}]"
+    if kind == "trivial":
+        if inst.softmax():
+            return ("verified" if Fraction(1) > eps else "refuted"), {}
+        best = max(sum(abs(x) for x in row) for row in inst.a)
+        return ("verified" if best > eps else "refuted"), {}
+    if kind in ("factor", "row_interpolative"):
+        if kind == "factor":
+            n, k, U = dense(arrays, c["u"], where + ".u")
+            N, k2, W = dense(arrays, c["w"], where + ".w")
+            if k == 1 and n != inst.n:
+                n, k = inst.n, 1
+            # B_ij = sum_t U_it W_jt, exactly in rationals.
+            bexact = lambda i, j: sum((U[i * k + t] * W[j * k + t] for t in range(k)), Fraction(0))  # noqa: E731
+        else:
+            rows = c["rows"]
+            k = len(rows)
+            n, k2, X = dense(arrays, c["x"], where + ".x")
+            arows = {r: inst.row(r) for r in rows}
+            bexact = None
+
+        def err(i):
+            a = inst.row(i)
+            total = iv.mpf(0)
+            if bexact is None:
+                xi = [ivq(X[i * k + t]) for t in range(k)]
+            for j in range(inst.N):
+                if bexact is not None:
+                    b = ivq(bexact(i, j))
+                else:
+                    b = iv.mpf(0)
+                    for t in range(k):
+                        b += xi[t] * arows[rows[t]][j]
+                total += abs(a[j] - b)
+            return total
+        return check_rows(rows_to_check(inst.n), err, lambda x: le(x, eps))
+    if kind == "neumann":
+        rows = c["rows"]
+        Nr, m, R = dense(arrays, c["r"], where + ".r")
+        rho = max(sum(abs(R[j * m + u]) for u in range(m)) for j in range(Nr))
+        thr = 1 - eps * rho
+        if thr <= 0:
+            return "refuted", {}
+        nz = [(j, u, ivq(R[j * m + u])) for j in range(Nr) for u in range(m) if R[j * m + u] != 0]
+
+        def delta(t):
+            a = inst.row(rows[t])
+            v = [iv.mpf(0)] * m
+            for j, u, r in nz:
+                v[u] += a[j] * r
+            v[t] -= 1
+            return sum((abs(x) for x in v), iv.mpf(0))
+        return check_rows(rows_to_check(len(rows)), delta, lambda x: lt(x, thr))
+    if kind == "tail":
+        rows = c["rows"]
+        m = len(rows)
+        Nr, p, R = dense(arrays, c["r"], where + ".r")
+        fm, f, F = dense(arrays, c["f"], where + ".f")
+        k, mu = int(c["k"]), number(c["mu"], where + ".mu")
+        rho = max(sum(abs(R[j * p + u]) for u in range(p)) for j in range(Nr))
+        ff = [[sum((F[a * f + t] * F[b * f + t] for t in range(f)), Fraction(0)) for b in range(m)] for a in range(m)]
+        thr = k * mu + sum(ff[a][a] for a in range(m)) + m * (eps * rho) ** 2
+        nz = [(j, u, ivq(R[j * p + u])) for j in range(Nr) for u in range(p) if R[j * p + u] != 0]
+        M = []
+        for t in range(m):
+            a = inst.row(rows[t])
+            v = [iv.mpf(0)] * p
+            for j, u, r in nz:
+                v[u] += a[j] * r
+            M.append(v)
+        frob = sum((x * x for v in M for x in v), iv.mpf(0))
+        H = [[ivq(ff[a][b] + (mu if a == b else 0)) - sum((M[a][u] * M[b][u] for u in range(p)), iv.mpf(0))
+              for b in range(m)] for a in range(m)]
+        # LDL^T without pivoting: all pivots > 0 proves positive definiteness.
+        psd = "verified"
+        for q in range(m):
+            for l in range(q):
+                H[q][q] -= H[q][l] * H[q][l] * H[l][l]
+            s = gt(H[q][q], Fraction(0))
+            if s != "verified":
+                psd = "refuted" if lt(H[q][q], Fraction(0)) == "verified" else "undecided"
+                break
+            for i in range(q + 1, m):
+                for l in range(q):
+                    H[i][q] -= H[i][l] * H[q][l] * H[l][l]
+                H[i][q] /= H[q][q]
+        return combine([gt(frob, thr), psd]), {"frobenius_sq": frob}
+    return "unsupported", {}
+
+
+def recheck(bundle_path, witness, dps, nrows, seed, all_below):
+    iv.dps = dps
+    text = open(bundle_path, "rb").read()
+    if hashlib.sha256(text).hexdigest() != witness["bundle"]["sha256"]:
+        raise InputError(f"{bundle_path}: sha256 differs from the witness's bundle.sha256")
+    doc = parse_json_exact(text.decode("utf-8"))
+    if doc.get("format") != "rankcert/1":
+        raise InputError(f"{bundle_path}: not a rankcert/1 bundle")
+    arrays = Arrays(os.path.dirname(bundle_path) or ".", witness.get("sidecars", []))
+    inst = Instance(doc["instance"], arrays)
+    eps = number(doc["eps"], "eps")
+    rng = random.Random(seed)
+    notes, findings = [], []
+    lower, upper = 0, min(inst.n, inst.N)
+    overall = "agree"
+    wcerts = witness["certificates"]
+    if len(wcerts) != len(doc["certificates"]):
+        return "disagree", ["the witness lists a different number of certificates"], []
+    for idx, (c, w) in enumerate(zip(doc["certificates"], wcerts)):
+        decisive = w.get("decisive", {})
+        focus = [decisive.get("row", decisive.get("t"))] if isinstance(decisive.get("row", decisive.get("t")), int) else []
+
+        def rows_to_check(count):
+            if count <= all_below:
+                return list(range(count))
+            pick = sorted(set(rng.sample(range(count), min(nrows, count)) + [r for r in focus if r < count]))
+            notes.append(f"cert[{idx}]: {len(pick)} of {count} rows re-checked (seed {seed})")
+            return pick
+
+        # A precision ladder of its own: decimal digits dps, 3 dps, 8 dps.
+        for digits in (dps, 3 * dps, 8 * dps):
+            iv.dps = digits
+            verdict, encl = recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, witness)
+            if verdict != "undecided":
+                break
+        iv.dps = dps
+        theirs = w["verdict"]
+        line = f"cert[{idx}] {c['kind']}: rankcert {theirs}, re-check {verdict}"
+        if verdict == "unsupported":
+            overall = "undecided" if overall == "agree" else overall
+        elif verdict != "undecided" and theirs != "undecided" and verdict != theirs:
+            overall = "disagree"
+            line += "  <-- DISAGREE"
+        elif verdict == "undecided" and theirs != "undecided":
+            overall = "undecided" if overall == "agree" else overall
+        # The decisive enclosure in the witness must meet ours.
+        key = "enclosure" if "enclosure" in decisive else "delta" if "delta" in decisive else None
+        rowkey = decisive.get("row", decisive.get("t"))
+        ours = encl.get(rowkey) if key else encl.get("frobenius_sq")
+        if key is None and "frobenius_sq" in decisive:
+            key = "frobenius_sq"
+        if ours is not None and key is not None and decisive.get(key, ["-inf", "inf"])[0] != "-inf":
+            wl, wh = (number(x, "witness") for x in decisive[key])
+            ol, oh = ends(ours)
+            if wh < ol or oh < wl:
+                overall = "disagree"
+                line += f"  <-- witness enclosure [{float(wl)}, {float(wh)}] misses [{float(ol)}, {float(oh)}]"
+        findings.append(line)
+        if verdict == "verified" and c["bound"] == "upper":
+            upper = min(upper, int(w["rank"]))
+        if verdict == "verified" and c["bound"] == "lower":
+            lower = max(lower, int(w["rank"]))
+    if all(f.split("re-check ")[1].startswith("verified") for f in findings):
+        if (lower, upper) != (witness["lower"], witness["upper"]):
+            overall = "disagree"
+            findings.append(f"bracket: rankcert [{witness['lower']}, {witness['upper']}], re-check [{lower}, {upper}]")
+    return overall, findings, notes
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("bundle")
+    ap.add_argument("witness")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--dps", type=int, default=30)
+    ap.add_argument("--rows", type=int, default=24)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--all-rows-below", type=int, default=48)
+    a = ap.parse_args()
+    try:
+        witness = json.load(open(a.witness))
+        if witness.get("format") != "rankcert-witness/1":
+            raise InputError(f"{a.witness}: not a rankcert-witness/1 file")
+        verdict, findings, notes = recheck(a.bundle, witness, a.dps, a.rows, a.seed, a.all_rows_below)
+    except (InputError, KeyError, ValueError, OSError) as e:
+        print(f"recheck: {a.bundle}: input error: {e}", file=sys.stderr)
+        return 3
+    if a.json:
+        print(json.dumps({"bundle": a.bundle, "verdict": verdict, "certificates": findings, "notes": notes}))
+    else:
+        print(f"{a.bundle}: {verdict}")
+        for f in findings + notes:
+            print("  " + f)
+    return {"agree": 0, "disagree": 1, "undecided": 2}[verdict]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
