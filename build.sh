@@ -2,6 +2,8 @@
 # One entry point for a fresh Debian 12 machine:
 #   ./build.sh          install dependencies, build, verify every bundle in certificates/
 #   ./build.sh test     install dependencies, build, run the whole test suite
+#                       (then the checker's tests under ASan/UBSan: tools/sanitize.sh;
+#                       RANKCERT_SKIP_SANITIZE=1 skips that part)
 #   ./build.sh build    install dependencies and build only
 # Dependencies come from Debian by package name (docs/dependencies.md says
 # what each one is for).  Run as root, or with sudo available.
@@ -51,6 +53,14 @@ case "${1:-verify}" in
     set -e
     ok=$(awk '/^Ok:/ {print $2}' build/test-summary.txt)
     bad=$(awk '/^(Fail|Timeout|Unexpected Pass):/ {s += $NF} END {print s + 0}' build/test-summary.txt)
+    # The checker again under AddressSanitizer and UndefinedBehaviorSanitizer.
+    if [ "${RANKCERT_SKIP_SANITIZE:-0}" != 1 ]; then
+      if tools/sanitize.sh > build/sanitize.log 2>&1; then
+        ok=$((${ok:-0} + 1)); tail -1 build/sanitize.log
+      else
+        bad=$((bad + 1)); status=1; tail -40 build/sanitize.log
+      fi
+    fi
     echo "${ok:-0} passed, ${bad} failed"
     exit "$status"
     ;;
