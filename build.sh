@@ -3,7 +3,8 @@
 #   ./build.sh          install dependencies, build, verify every bundle in certificates/
 #   ./build.sh test     install dependencies, build, run the whole test suite
 #                       (then the checker's tests under ASan/UBSan: tools/sanitize.sh;
-#                       RANKCERT_SKIP_SANITIZE=1 skips that part)
+#                       RANKCERT_SKIP_SANITIZE=1 skips that part; then libFuzzer on the
+#                       parsers, 30 s per target: tools/fuzz.sh; RANKCERT_SKIP_FUZZ=1 skips it)
 #   ./build.sh build    install dependencies and build only
 # Dependencies come from Debian by package name (docs/dependencies.md says
 # what each one is for).  Run as root, or with sudo available.
@@ -59,6 +60,14 @@ case "${1:-verify}" in
         ok=$((${ok:-0} + 1)); tail -1 build/sanitize.log
       else
         bad=$((bad + 1)); status=1; tail -40 build/sanitize.log
+      fi
+    fi
+    # The parsers under libFuzzer, 30 s per target (tools/fuzz.sh).
+    if [ "${RANKCERT_SKIP_FUZZ:-0}" != 1 ]; then
+      if tools/fuzz.sh "${RANKCERT_FUZZ_SECONDS:-30}" > build/fuzz.log 2>&1; then
+        ok=$((${ok:-0} + 1)); tail -4 build/fuzz.log
+      else
+        bad=$((bad + 1)); status=1; tail -20 build/fuzz.log
       fi
     fi
     echo "${ok:-0} passed, ${bad} failed"
