@@ -3,6 +3,7 @@
 // and decisions near the boundary: the tier decides what its bounds settle
 // and defers the rest, never deciding wrongly.
 #include "helpers.hpp"
+#include "../src/checker/cert/combination.hpp"
 #include "rankcert/fast.hpp"
 
 #include <catch2/catch.hpp>
@@ -314,6 +315,36 @@ TEST_CASE("fast tier: tail certificates decided in binary64 agree with the Arb l
                 const Rat alo = parse_rational_text(ea[0].get<std::string>(), {}), ahi = parse_rational_text(ea[1].get<std::string>(), {});
                 REQUIRE(flo <= ahi);
                 REQUIRE(alo <= fhi);
+            }
+        }
+    }
+}
+
+TEST_CASE("fast tier: factor and row-interpolative row bounds contain the 256-bit Arb row error", "[fast]") {
+    std::mt19937_64 gen(33);
+    TempDir dir;
+    for (int trial = 0; trial < 8; ++trial) {
+        const std::size_t n = 20, d = 3, k = 4;
+        const json inst = {{"kind", "qk"}, {"q", rat_matrix(gen, n, d, 2)}, {"k", rat_matrix(gen, n, d, 2)},
+                           {"scale", {{"rsqrt", 3}}}, {"mask", trial % 2 ? "causal" : "none"}};
+        const json u = rat_matrix(gen, n, k, 1), w = rat_matrix(gen, n, k, 0.1);
+        const Bundle b = load(dir, bundle_json(inst, Rat(1, 10), {}));
+        ArrayLoader L(dir.path, "t");
+        const Matrix U = L.load(u, {"t", "u"}), W = L.load(w, {"t", "w"}), X = L.load(rat_matrix(gen, n, k, 1), {"t", "x"});
+        const std::vector<std::size_t> rows = {0, 3, 7, 19};
+        cert::CombinationRows factor(b.instance, U, k, &W, nullptr), interp(b.instance, X, k, nullptr, &rows);
+        for (cert::CombinationRows* q : {&factor, &interp}) {
+            REQUIRE(q->fast_prepare());
+            q->prepare(256);
+            for (std::size_t i = 0; i < n; ++i) {
+                double lo = 0, hi = 0;
+                REQUIRE(q->fast(i, &lo, &hi));
+                Ball e;
+                q->eval(i, e.get());
+                INFO("trial " << trial << " row " << i << ": [" << lo << ", " << hi << "]");
+                REQUIRE(decide_le(e.get(), fast::exact(hi)) == Verdict::verified);  // the exact value is <= hi
+                REQUIRE(decide_ge(e.get(), fast::exact(lo)) == Verdict::verified);  // and >= lo
+                REQUIRE(hi - lo < 1e-9);  // tight enough to decide real rows
             }
         }
     }

@@ -278,3 +278,20 @@ TEST_CASE("row_sum_norm: the dyadic fast path equals rational summation", "[kern
         REQUIRE(cert::row_sum_norm(r) == best);
     }
 }
+
+TEST_CASE("ball ends: a short midpoint under a tiny radius keeps its precision", "[kernels]") {
+    // mid = 1/2 exactly, radius 2^-300: the upper end must stay below 1/2 + 2^-250.
+    Ball x;
+    arb_set_d(x.get(), 0.5);
+    mag_set_ui_2exp_si(arb_radref(x.get()), 1, -300);
+    Rat t = Rat(1, 2) + Rat(1) / Rat(1L << 50) / Rat(1L << 50) / Rat(1L << 50) / Rat(1L << 50) / Rat(1L << 50);  // 2^-250
+    REQUIRE(decide_le(x.get(), t) == Verdict::verified);
+    REQUIRE(decide_gt(x.get(), Rat(1, 2) - (t - Rat(1, 2))) == Verdict::verified);
+    // A tiny midpoint under a large radius gives short ends.
+    Ball y;
+    arb_one(y.get());
+    arb_mul_2exp_si(y.get(), y.get(), -1000000);
+    mag_set_ui_2exp_si(arb_radref(y.get()), 1, -60);
+    const Endpoints e = endpoints(y.get());
+    REQUIRE(fmpz_bits(fmpq_denref(e.hi.get())) < 200);
+}

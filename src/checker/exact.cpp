@@ -79,11 +79,14 @@ struct Bounds {
     explicit Bounds(arb_srcptr x) {
         arf_init(lo);
         arf_init(hi);
-        // Rounding directed outward: lo <= every point <= hi.  64 bits more
-        // than the midpoint carries keeps the information of the ball (its
-        // radius has 30 bits) without spelling out mid + rad exactly when
-        // their exponents are far apart.
-        const slong bits = std::min<slong>(endpoint_bits, std::max<slong>(arf_bits(arb_midref(x)), 30) + 64);
+        // Rounding directed outward: lo <= every point <= hi.  Enough bits to
+        // keep the ball's information, without spelling out mid + rad exactly
+        // when a tiny midpoint sits under a large radius.
+        // The radius sits arb_rel_accuracy_bits(x) bits below the midpoint
+        // (negative when it dominates; huge for an exact ball), so the ends
+        // need about that many bits more than the midpoint's own.
+        const slong gap = std::max<slong>(0, std::min<slong>(arb_rel_accuracy_bits(x), endpoint_bits));
+        const slong bits = std::min<slong>(endpoint_bits, std::max<slong>(arf_bits(arb_midref(x)), 30) + 64 + gap);
         arb_get_lbound_arf(lo, x, bits);
         arb_get_ubound_arf(hi, x, bits);
         clamp(lo, false);
