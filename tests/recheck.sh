@@ -16,7 +16,7 @@ rk="$root/tools/recheck/recheck.py"
 cd "$root"
 # A sample: the hand-made bundles, every 60th real bundle, two constructions.
 sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json;
-           find certificates/real -name '*.json' ! -name '*summary*' | sort | awk 'NR % 60 == 1';
+           find certificates/real -name '*-eps*.json' | sort | awk 'NR % 60 == 1';
            echo certificates/constructions/ball-r1/ball-r1-beta128-eps0.1.json;
            echo certificates/constructions/sphere-d2/sphere-d2-beta16-eps0.1.json) )
 n=0

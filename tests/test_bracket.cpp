@@ -5,8 +5,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 using namespace rankcert;
 using namespace rankcert::test;
@@ -114,4 +122,125 @@ TEST_CASE("bracket from .npy arrays writes bundles that rankcert verify accepts"
     std::ofstream(dir.path / "out" / "q-eps0.1.json") << b.dump();
     const int rc = std::system(ver.c_str());
     REQUIRE(WEXITSTATUS(rc) == 1);
+}
+
+namespace {
+
+// A causal qk head with a realistic logit spread (deterministic), n tokens.
+void write_head(const TempDir& dir, std::size_t n) {
+    std::vector<double> q, k;
+    for (std::size_t i = 0; i < n * 8; ++i) q.push_back(3 * std::sin(1.3 * static_cast<double>(i) + 0.2));
+    for (std::size_t i = 0; i < n * 8; ++i) k.push_back(3 * std::cos(0.7 * static_cast<double>(i) * 1.1 + 0.5));
+    dir.file("q.npy", npy_bytes("<f8", {n, 8}, f64_data(q)));
+    dir.file("k.npy", npy_bytes("<f8", {n, 8}, f64_data(k)));
+}
+
+// Every file in out is a bundle or a sidecar some bundle refers to; no
+// scratch or temporary file is left.
+void require_no_stray_files(const std::filesystem::path& out) {
+    std::set<std::string> referenced;
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(out)) files.push_back(e.path().filename().string());
+    for (const auto& f : files) {
+        if (f.size() < 5 || f.substr(f.size() - 5) != ".json") continue;
+        std::ifstream in(out / f);
+        const json b = json::parse(in);
+        std::function<void(const json&)> walk = [&](const json& j) {
+            if (j.is_object()) {
+                for (auto it = j.begin(); it != j.end(); ++it)
+                    if (it.key() == "npy" && it.value().is_string()) referenced.insert(it.value().get<std::string>());
+                    else walk(it.value());
+            } else if (j.is_array()) {
+                for (const auto& e : j) walk(e);
+            }
+        };
+        walk(b);
+    }
+    for (const auto& f : files) {
+        INFO(f);
+        REQUIRE(f[0] != '.');
+        if (f.substr(f.size() - 4) == ".npy") REQUIRE(referenced.count(f) == 1);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("bracket is anytime: a budget bounds the run, every eps gets a verified bundle, no stray files", "[bracket]") {
+    TempDir dir;
+    write_head(dir, 160);
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    const auto out = dir.path / "out";
+    const std::string cmd = std::string(exe) + " bracket --q " + (dir.path / "q.npy").string() + " --k " +
+                            (dir.path / "k.npy").string() +
+                            " --scale rsqrt:8 --mask causal --eps 0.05,0.1,0.2 --time-budget 3 --json -q --out " +
+                            out.string() + " > " + (dir.path / "r.json").string();
+    const auto t0 = std::chrono::steady_clock::now();
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::ifstream in(dir.path / "r.json");
+    const json r = json::parse(in);
+    REQUIRE(r["results"].size() == 3);
+    std::uint64_t prevL = 1000, prevU = 1000;
+    for (const auto& e : r["results"]) {
+        REQUIRE(e["verdict"] == "verified");
+        REQUIRE(e["lower"].get<std::uint64_t>() >= 1);
+        REQUIRE(e["upper"].get<std::uint64_t>() < 160);
+        // Transfers across eps: the brackets are monotone in eps.
+        REQUIRE(e["lower"].get<std::uint64_t>() <= prevL);
+        REQUIRE(e["upper"].get<std::uint64_t>() <= prevU);
+        prevL = e["lower"];
+        prevU = e["upper"];
+    }
+    // Generous: the budget is for the search; start-up and the final checks
+    // come on top.  (A loose bound, not a timing test: it catches a budget
+    // that is ignored, which costs minutes here.)
+    REQUIRE(seconds < 60);
+    require_no_stray_files(out);
+    const std::string ver = std::string(exe) + " verify --quiet " + out.string() + " > /dev/null";
+    REQUIRE(std::system(ver.c_str()) == 0);
+}
+
+TEST_CASE("bracket stops cleanly on SIGTERM and SIGINT, keeping what it has certified", "[bracket]") {
+    for (int sig : {SIGTERM, SIGINT}) {
+        TempDir dir;
+        write_head(dir, 200);
+        const char* exe = std::getenv("RANKCERT_EXE");
+        REQUIRE(exe != nullptr);
+        const auto out = dir.path / "out";
+        const std::string result = (dir.path / "r.json").string();
+        const pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            const std::string q = (dir.path / "q.npy").string(), k = (dir.path / "k.npy").string();
+            if (!std::freopen(result.c_str(), "w", stdout)) _exit(127);
+            if (!std::freopen("/dev/null", "w", stderr)) _exit(127);
+            execl(exe, exe, "bracket", "--q", q.c_str(), "--k", k.c_str(), "--scale", "rsqrt:8", "--mask", "causal", "--eps",
+                  "0.05,0.1", "--time-budget", "600", "--json", "-q", "--out", out.c_str(), static_cast<char*>(nullptr));
+            _exit(127);
+        }
+        // Wait until the first bundle is published, then signal.
+        const auto t0 = std::chrono::steady_clock::now();
+        while (!std::filesystem::exists(out / "q-eps0.1.json") &&
+               std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120))
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        REQUIRE(std::filesystem::exists(out / "q-eps0.1.json"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(pid, sig);
+        int status = 0;
+        const auto t1 = std::chrono::steady_clock::now();
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        const double wait = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        INFO("signal " << sig);
+        REQUIRE(WIFEXITED(status));
+        REQUIRE(WEXITSTATUS(status) == 0);
+        REQUIRE(wait < 60);  // stopped at the next step, not at the 600 s budget
+        std::ifstream in(result);
+        const json r = json::parse(in);
+        REQUIRE(r["results"].size() == 2);
+        for (const auto& e : r["results"]) REQUIRE(e["verdict"] == "verified");
+        require_no_stray_files(out);
+        const std::string ver = std::string(exe) + " verify --quiet " + out.string() + " > /dev/null";
+        REQUIRE(std::system(ver.c_str()) == 0);
+    }
 }

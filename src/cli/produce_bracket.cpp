@@ -1,7 +1,25 @@
 // rankcert bracket (rankcert-produce); see src/cli/produce_main.cpp.
 #include "produce.hpp"
 
+#include <atomic>
+#include <csignal>
+
 namespace rankcert::cli {
+
+namespace {
+
+// SIGINT / SIGTERM: the search stops at its next step, keeps the bundles it
+// has published, removes its scratch files and prints its results.  A second
+// signal ends the process at once.
+std::atomic<bool> stop_requested{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void on_stop_signal(int sig) {
+    stop_requested.store(true);
+    std::signal(sig, SIG_DFL);
+}
+
+}  // namespace
 
 int bracket_main(int argc, char** argv) {
     CLI::App app{"rankcert bracket: find certificates for L <= r_eps(A) <= U, verify them with the trusted checker, "
@@ -33,6 +51,15 @@ int bracket_main(int argc, char** argv) {
     int refits = 1;
     app.add_option("--refits", refits, "Alternating L1 refits of the factor per rank tried (default 1)");
     app.add_option("--lp-budget", lp_budget, "Seconds of LP growth per eps (default 4)");
+    double time_budget = 0, eps_budget = 0;
+    app.add_option("--time-budget", time_budget,
+                   "Seconds for the whole run (default: 20 per eps at 512 tokens, growing like the token count, "
+                   "at most 600); the first bracket at every eps is always completed")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--eps-budget", eps_budget, "At most this many seconds of factor search per eps")
+        ->check(CLI::NonNegativeNumber);
+    bool no_interpolative = false;
+    app.add_flag("--no-interpolative", no_interpolative, "Skip the greedy row-interpolative search (small instances)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
     app.add_option("--threads", threads, "Checker threads (default: one per core)");
@@ -49,6 +76,12 @@ int bracket_main(int argc, char** argv) {
         opt.lp = !no_lp && lp_budget > 0;
         opt.lower.lp_budget = lp_budget;
         opt.upper.alternations = refits;
+        opt.time_budget = time_budget;
+        opt.eps_budget = eps_budget;
+        opt.interpolative = !no_interpolative;
+        opt.stop = &stop_requested;
+        std::signal(SIGINT, on_stop_signal);
+        std::signal(SIGTERM, on_stop_signal);
         const auto start = std::chrono::steady_clock::now();
         auto stamp = [start]() {
             std::ostringstream o;
@@ -98,6 +131,8 @@ int bracket_main(int argc, char** argv) {
         opt.stem = stem;
         auto results = run_bracket(inst, opt);
         if (opt.progress && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
+        if (stop_requested.load() && !quiet)
+            std::cerr << "rankcert bracket: stopped by a signal; the bundles below hold the best brackets certified so far\n";
         int worst = exit_verified;
         json all = json::array();
         if (!json_out) {

@@ -1,12 +1,13 @@
 // `rankcert bracket` (UNTRUSTED search; every verdict from the checker).
 //
-// Per eps: propose lower certificates (trivial, Neumann by greedy inverse and
-// LP growth, tail) and upper certificates (the least rank whose refitted
-// factor meets eps, a row-interpolative one below it), serialise each as a
-// bundle file, and let the trusted checker decide it from that file.  A
-// candidate that the checker does not verify is backed off (larger safety
-// margin, one rank more) and retried.  The final bundle holds the winners and
-// claims exactly the certified bracket; it is verified once more from disk.
+// An anytime search in four phases (docs/producer.md): a first bracket at
+// every eps (trivial, greedy Neumann, truncated SVD), better lower bounds
+// (LP growth, tail), smaller factors (smooth minimax by L-BFGS, rank
+// bisection then single steps, within a time budget), and transfers across
+// eps.  Every candidate is serialised as a bundle file and decided by the
+// trusted checker from that file; after every improvement the bundle of the
+// winners is written to a temporary file, verified from it, and renamed into
+// place, so the folder always holds the best certified bracket so far.
 #include "rankcert/producer/bracket.hpp"
 
 #include <zlib.h>
@@ -17,7 +18,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <map>
 #include <set>
+#include <sstream>
 
 namespace rankcert::producer {
 
@@ -167,18 +171,143 @@ struct Checked {
     std::string detail;
 };
 
-class Session {
+// The sidecar files a certificate or instance refers to (keys "npy" and
+// "safetensors" anywhere inside it).
+void sidecars_of(const json& j, std::set<std::string>& out) {
+    if (j.is_object()) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            if ((it.key() == "npy" || it.key() == "safetensors") && it.value().is_string())
+                out.insert(it.value().get<std::string>());
+            else if (it.value().is_structured())
+                sidecars_of(it.value(), out);
+        }
+    } else if (j.is_array()) {
+        for (const auto& e : j)
+            if (e.is_structured()) sidecars_of(e, out);
+    }
+}
+
+// Round a candidate's numbers to float16, else float32, when the float
+// re-check still passes: bundles a quarter or half as large.  (The checker
+// decides either way.)
+void compact_factor(const Mat& A, FactorCandidate& c, double target) {
+    for (auto round : {round_to_float16, round_to_float32}) {
+        Mat U = round(c.U), W = round(c.W);
+        const double e = c.k ? max_row_l1(A - U * W.transpose()) : max_row_l1(A);
+        if (e <= target) {
+            c.U = std::move(U);
+            c.W = std::move(W);
+            c.float_error = e;
+            return;
+        }
+    }
+}
+
+// Make a Neumann candidate small on disk: drop the smallest entries of R
+// (an inverse of a near-triangular block has many tiny ones) while the float
+// value keeps half of its slack below 1 - margin, then round the values to
+// float16 or float32 when the value still passes.
+void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin) {
+    if (c.r.empty()) return;
+    const double limit = 1 - margin, keep_slack = (limit - c.float_value) / 2;
+    if (keep_slack > 0) {
+        std::vector<double> mags;
+        for (const auto& e : c.r) mags.push_back(std::abs(e.v));
+        std::sort(mags.begin(), mags.end());
+        // Bisection over the number of smallest entries dropped.
+        std::size_t lo = 0, hi = mags.size() - 1;
+        auto pruned = [&](std::size_t drop) {
+            const double theta = drop ? mags[drop - 1] : -1;
+            std::vector<NeumannCandidate::Entry> r;
+            for (const auto& e : c.r)
+                if (std::abs(e.v) > theta) r.push_back(e);
+            return r;
+        };
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo + 1) / 2;
+            if (neumann_float_value(A, eps, c.rows, pruned(mid), c.N) <= limit - keep_slack) lo = mid;
+            else hi = mid - 1;
+        }
+        if (lo > 0) {
+            c.r = pruned(lo);
+            c.float_value = neumann_float_value(A, eps, c.rows, c.r, c.N);
+        }
+    }
+    for (auto round : {+[](double v) { return static_cast<double>(static_cast<_Float16>(v)); },
+                       +[](double v) { return static_cast<double>(static_cast<float>(v)); }}) {
+        auto r = c.r;
+        for (auto& e : r) e.v = round(e.v);
+        const double v = neumann_float_value(A, eps, c.rows, r, c.N);
+        if (v < limit) {
+            c.r = std::move(r);
+            c.float_value = v;
+            return;
+        }
+    }
+}
+
+std::string fixed(double v, int digits = 1) {
+    std::ostringstream o;
+    o << std::fixed << std::setprecision(digits) << v;
+    return o.str();
+}
+
+// The best certified bracket so far at one eps.
+struct EpsState {
+    std::uint64_t L = 0, U = 0;
+    std::string lkind = "-", ukind = "-";
+    json trivial, lower, upper;
+    Mat fU, fW;  // the winning factor in floating point (warm starts)
+    std::size_t search_floor = 0;  // ranks at or below it failed the search
+    double svd_rank = 0, seconds = 0;
+    bool published = false;
+    std::string path;
+    Report report;
+};
+
+// One run of `rankcert bracket`: candidates checked from files, bundles
+// published atomically, every file this run wrote and no bundle refers to
+// removed (also when an exception or a signal ends the run).
+class Run {
 public:
-    Session(const json& instance_json, const BracketOptions& opt) : inst_json_(instance_json), opt_(opt) {}
+    Run(const json& instance_json, const BracketOptions& opt) : inst_json_(instance_json), opt_(opt) {
+        sidecars_of(inst_json_, instance_files_);
+    }
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
+    ~Run() {
+        try {
+            collect_garbage();
+            for (const auto& f : scratch_) fs::remove(f);
+        } catch (...) {
+        }
+    }
 
     json bundle(const EpsValue& eps, const std::vector<json>& certs, const json& claim) const {
         return {{"format", "rankcert/1"}, {"instance", inst_json_}, {"eps", eps.text},
                 {"claim", claim},         {"certificates", certs},   {"provenance", opt_.provenance}};
     }
 
-    // Have the checker decide one certificate, from a file.
-    Checked check(const EpsValue& eps, const json& cert) const {
+    // A file stem for a new candidate's sidecars: no file of a current
+    // winner starts with it.
+    std::string fresh(const std::string& eps_stem, const std::string& tag) {
+        std::string stem = eps_stem + "." + tag;
+        const auto refs = referenced();
+        auto clash = [&](const std::string& s) {
+            for (const auto& r : refs)
+                if (r.rfind(s + ".", 0) == 0) return true;
+            return false;
+        };
+        for (int t = 2; clash(stem); ++t) stem = eps_stem + "." + tag + "-" + std::to_string(t);
+        return stem;
+    }
+
+    // Have the checker decide one certificate, from a file.  Files the
+    // candidate wrote are this run's to remove unless it wins.
+    Checked check(const EpsValue& eps, const json& cert) {
+        sidecars_of(cert, created_);
         const fs::path p = fs::path(opt_.out_dir) / (".candidate-" + opt_.stem + ".json");
+        scratch_.insert(p);
         {
             std::ofstream out(p);
             out << bundle(eps, {cert}, json::object()).dump();
@@ -199,32 +328,66 @@ public:
         return c;
     }
 
+    // Write state's bundle for eps: to a temporary file, verified from it by
+    // the checker, then renamed over the previous one.  A reader of the
+    // folder sees the old bundle or the new one, never half of one.
+    void publish(const EpsValue& eps, EpsState& st) {
+        std::vector<json> winners;
+        for (const json* c : {&st.trivial, &st.lower, &st.upper})
+            if (!c->is_null()) winners.push_back(*c);
+        const fs::path path = fs::path(opt_.out_dir) / (opt_.stem + "-eps" + eps.text + ".json");
+        const fs::path tmp = fs::path(opt_.out_dir) / ("." + opt_.stem + "-eps" + eps.text + ".json.tmp");
+        scratch_.insert(tmp);
+        {
+            std::ofstream out(tmp);
+            out << bundle(eps, winners, {{"lower", st.L}, {"upper", st.U}}).dump() << "\n";
+            if (!out) throw std::runtime_error("cannot write " + tmp.string());
+        }
+        Bundle b = load_bundle(tmp, path.string());
+        Report r = verify(b, opt_.check);
+        if (r.verdict != Verdict::verified) {
+            // Each winner was verified on its own; if the bundle is not, keep
+            // the previous file and say so (a producer bug to report).
+            fs::remove(tmp);
+            throw std::runtime_error(path.string() + ": the bundle of verified certificates did not verify (" +
+                                     to_string(r.verdict) + "); please report this");
+        }
+        fs::rename(tmp, path);
+        st.report = r;
+        st.path = path.string();
+        st.published = true;
+        published_[eps.text] = winners;
+        collect_garbage();
+    }
+
+    // Remove every file this run created that no published bundle refers to.
+    void collect_garbage() {
+        const auto refs = referenced();
+        for (auto it = created_.begin(); it != created_.end();) {
+            if (refs.count(*it) || instance_files_.count(*it)) {
+                ++it;
+                continue;
+            }
+            std::error_code ec;
+            fs::remove(fs::path(opt_.out_dir) / *it, ec);
+            it = created_.erase(it);
+        }
+    }
+
 private:
+    std::set<std::string> referenced() const {
+        std::set<std::string> refs;
+        for (const auto& [e, certs] : published_)
+            for (const auto& c : certs) sidecars_of(c, refs);
+        return refs;
+    }
+
     const json& inst_json_;
     const BracketOptions& opt_;
+    std::set<std::string> instance_files_, created_;
+    std::set<fs::path> scratch_;
+    std::map<std::string, std::vector<json>> published_;
 };
-
-// Round a candidate's numbers to float32 when the float re-check still
-// passes: bundles about half as large.  (The checker decides either way.)
-void compact_factor(const Mat& A, FactorCandidate& c, double target) {
-    Mat U = round_to_float32(c.U), W = round_to_float32(c.W);
-    const double e = c.k ? max_row_l1(A - U * W.transpose()) : max_row_l1(A);
-    if (e <= target) {
-        c.U = U;
-        c.W = W;
-        c.float_error = e;
-    }
-}
-
-void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin) {
-    auto r = c.r;
-    for (auto& e : r) e.v = static_cast<double>(static_cast<float>(e.v));
-    const double v = neumann_float_value(A, eps, c.rows, r, c.N);
-    if (v < 1 - margin) {
-        c.r = r;
-        c.float_value = v;
-    }
-}
 
 void say(const BracketOptions& opt, const std::string& s) {
     if (opt.progress) opt.progress(s);
@@ -248,223 +411,272 @@ Bundle parse_instance(const json& instance_json, const std::string& dir, const s
     }
 }
 
+double default_time_budget(std::uint64_t n, std::uint64_t N, std::size_t eps_count) {
+    // 20 s per eps at 512 x 512, growing like sqrt(n N), at most 10 minutes.
+    const double size = std::sqrt(static_cast<double>(n) * static_cast<double>(N)) / 512.0;
+    return std::min(600.0, 20.0 * static_cast<double>(eps_count) * std::max(1.0, size));
+}
+
 std::vector<BracketResult> run_bracket(const json& instance_json, const BracketOptions& opt) {
+    auto since = [](std::chrono::steady_clock::time_point t) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    };
     // Parse the instance exactly as the checker will.
     const Bundle parsed = parse_instance(instance_json, opt.out_dir, opt.stem);
     const Instance& inst = parsed.instance;
+    const std::uint64_t full = std::min(inst.n, inst.N);
+    Deadline total;
+    total.stop = opt.stop;
+    {
+        const double budget = opt.time_budget > 0 ? opt.time_budget : default_time_budget(inst.n, inst.N, opt.eps.size());
+        total = total.within(budget);
+    }
+    const std::size_t E = opt.eps.size();
+    std::vector<EpsState> states(E);
+    Run run(instance_json, opt);
+    auto status = [&](std::size_t a, const std::string& what) {
+        if (!opt.progress) return;
+        const EpsState& st = states[a];
+        std::string left = total.left() > 1e9 ? "" : ", " + fixed(total.left(), 0) + " s of budget left";
+        say(opt, "eps " + opt.eps[a].text + " [" + std::to_string(st.L) + ", " + std::to_string(st.U) + "] " + what + left);
+    };
+
     say(opt, "computing a float approximation of A (" + std::to_string(inst.n) + " x " + std::to_string(inst.N) + ")");
     const Mat A = approximate_attention(inst);
+    const double row_mass = max_row_l1(A);
     UpperOptions uopt = opt.upper;
     uopt.progress = opt.progress;
     LowerOptions lopt = opt.lower;
     lopt.progress = opt.progress;
-    say(opt, "SVD");
+    lopt.deadline = total;
+    say(opt, "SVD of " + std::to_string(inst.n) + " x " + std::to_string(inst.N));
     UpperSearch upper(A, uopt);
-    Session session(instance_json, opt);
-    const std::uint64_t full = std::min(inst.n, inst.N);
 
-    struct State {
-        std::uint64_t L = 0, U = 0;
-        std::string lkind = "-", ukind = "-";
-        json trivial, lower, upper;
-        double seconds = 0, svd_rank = 0;
+    auto target_of = [&](std::size_t a) { return opt.eps[a].approx * (1 - uopt.margin) - 1e-15; };
+    // The smooth search aims a little below the target so that rounding the
+    // factor to float32 (half the bytes) keeps it below.
+    auto smooth_target = [&](std::size_t a) { return opt.eps[a].approx * (1 - 1e-5); };
+
+    auto offer_lower = [&](std::size_t a, const json& cj, std::uint64_t rank, const std::string& kind) {
+        EpsState& st = states[a];
+        if (rank <= st.L) return false;
+        if (run.check(opt.eps[a], cj).verdict != Verdict::verified) return false;
+        st.L = rank;
+        st.lkind = kind;
+        st.lower = cj;
+        return true;
     };
-    std::vector<State> states;
-    for (const auto& eps : opt.eps) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const std::string stem = opt.stem + "-eps" + eps.text;
-        std::uint64_t L = 0, U = full;
-        std::string lkind = "-", ukind = "-";
-        State st;
+    auto offer_upper = [&](std::size_t a, const json& cj, std::uint64_t rank, const std::string& kind) {
+        EpsState& st = states[a];
+        if (rank >= st.U) return false;
+        if (run.check(opt.eps[a], cj).verdict != Verdict::verified) return false;
+        st.U = rank;
+        st.ukind = kind;
+        st.upper = cj;
+        return true;
+    };
+    auto offer_factor = [&](std::size_t a, FactorCandidate fc) {
+        const std::string eps_stem = opt.stem + "-eps" + opt.eps[a].text;
+        compact_factor(A, fc, target_of(a));
+        if (opt.half && !is_float16(fc.U) && fc.k > 0 && !total.expired()) {
+            // Float16 rounding moves a row error by about 0.3% of eps: a few
+            // more smooth steps towards eps (1 - 0.6%) usually make room.
+            SmoothOptions so;
+            so.iterations = 150;
+            so.deadline = total.within(10);
+            if (auto polished = smooth_factor(A, fc.U, fc.W, opt.eps[a].approx * (1 - 6e-3), so)) {
+                compact_factor(A, *polished, target_of(a));
+                if (is_float16(polished->U)) fc = std::move(*polished);
+            }
+        }
+        json cj = factor_json(fc, opt.out_dir, run.fresh(eps_stem, "factor" + std::to_string(fc.k)));
+        if (!offer_upper(a, cj, fc.k, "factor")) return false;
+        states[a].fU = fc.U;
+        states[a].fW = fc.W;
+        return true;
+    };
 
-        // ---- lower bounds ----
-        const double row_mass = max_row_l1(A);
+    // ---- phase 1: a first certified bracket at every eps ----
+    for (std::size_t a = 0; a < E && !total.stopped(); ++a) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const EpsValue& eps = opt.eps[a];
+        const std::string eps_stem = opt.stem + "-eps" + eps.text;
+        EpsState& st = states[a];
+        st.U = full;
         if (eps.approx < row_mass) {
             json triv = {{"bound", "lower"}, {"kind", "trivial"}, {"rank", 1}};
-            if (session.check(eps, triv).verdict == Verdict::verified) {
-                L = 1;
-                lkind = "trivial";
+            if (run.check(eps, triv).verdict == Verdict::verified) {
+                st.L = 1;
+                st.lkind = "trivial";
                 st.trivial = triv;
             }
         }
-        json best_lower, best_upper;
         for (const auto& h : opt.hints) {
             const std::uint64_t r = h.at("rank").get<std::uint64_t>();
-            const bool is_upper = h.at("bound") == "upper";
-            if (is_upper ? r >= U : r <= L) continue;
-            if (session.check(eps, h).verdict != Verdict::verified) continue;
-            if (is_upper) {
-                U = r;
-                ukind = h.at("kind").get<std::string>();
-                best_upper = h;
-            } else {
-                L = r;
-                lkind = h.at("kind").get<std::string>();
-                best_lower = h;
-            }
+            if (h.at("bound") == "upper") offer_upper(a, h, r, h.at("kind").get<std::string>());
+            else offer_lower(a, h, r, h.at("kind").get<std::string>());
         }
         if (eps.approx < row_mass) {
-            say(opt, "eps " + eps.text + ": neumann greedy");
+            status(a, "neumann greedy");
             LowerOptions lo = lopt;
             for (int attempt = 0; attempt < 3; ++attempt, lo.margin *= 100) {
                 NeumannCandidate nc = neumann_greedy(A, eps.approx, lo);
-                if (opt.lp && nc.rows.size() <= lo.lp_max_rows) {
-                    say(opt, "eps " + eps.text + ": neumann LP growth from " + std::to_string(nc.rows.size()) + " rows");
-                    nc = neumann_lp_grow(A, eps.approx, nc, lo);
-                }
-                if (nc.rows.size() <= L) break;
+                if (nc.rows.size() <= st.L) break;
                 compact_neumann(A, eps.approx, nc, lo.margin);
-                json cj = neumann_json(nc, opt.out_dir, stem);
-                if (session.check(eps, cj).verdict == Verdict::verified) {
-                    L = nc.rows.size();
-                    lkind = "neumann";
-                    best_lower = cj;
-                    break;
-                }
-            }
-            if (opt.tail && L < full) {
-                say(opt, "eps " + eps.text + ": tail");
-                if (auto tc = tail_search(A, eps.approx, lopt); tc && tc->k + 1 > L) {
-                    json cj = tail_json(*tc, opt.out_dir, stem);
-                    if (session.check(eps, cj).verdict == Verdict::verified) {
-                        L = tc->k + 1;
-                        lkind = "tail";
-                        best_lower = cj;
-                    }
-                }
+                json cj = neumann_json(nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc.rows.size())));
+                if (offer_lower(a, cj, nc.rows.size(), "neumann")) break;
             }
         }
-
-        // ---- upper bounds ----
-        const double target = eps.approx * (1 - uopt.margin) - 1e-15;
-        // The rank plain SVD needs (bisection; error is close to monotone).
+        // The least rank whose truncated SVD meets the target (bisection;
+        // the error is close to monotone in k), then back-off upwards.
+        const double target = target_of(a);
         std::size_t lo = 0, hi = full;
         while (lo < hi) {
-            std::size_t mid = lo + (hi - lo) / 2;
+            const std::size_t mid = lo + (hi - lo) / 2;
             if (upper.svd_error(mid) <= target) hi = mid;
             else lo = mid + 1;
         }
         st.svd_rank = static_cast<double>(hi);
-        if (hi <= full) {
-            say(opt, "eps " + eps.text + ": factor search in [" + std::to_string(L) + ", " + std::to_string(hi) + "]");
-            auto fc = upper.smallest_factor(std::min<std::size_t>(L, hi), hi, target);
-            for (int attempt = 0; fc && attempt < 3; ++attempt) {
-                compact_factor(A, *fc, target);
-                json cj = factor_json(*fc, opt.out_dir, stem);
-                if (session.check(eps, cj).verdict == Verdict::verified) {
-                    if (fc->k < U) {
-                        U = fc->k;
-                        ukind = "factor";
-                        best_upper = cj;
-                    }
-                    break;
-                }
-                fc = upper.factor(fc->k + 1, target * 0.999);
-            }
-            // Row-interpolative certificates: greedy rows (L1 fits), and
-            // pivoted-QR rows one rank below the best so far.
-            if (opt.interpolative && U > L && U > 0) {
-                say(opt, "eps " + eps.text + ": interpolative greedy");
-                // Seeded with the lower certificate's rows: when those rows
-                // already span every row within eps, the bracket closes.
-                std::vector<std::size_t> seed;
-                if (!best_lower.is_null() && best_lower.value("kind", "") == "neumann")
-                    seed = best_lower["rows"].get<std::vector<std::size_t>>();
-                for (const auto& s : {seed, std::vector<std::size_t>{}}) {
-                    RowInterpCandidate gi = upper.greedy_row_interpolative(target, s);
-                    if (gi.rows.size() >= U) continue;
-                    json cj = row_interp_json(gi, opt.out_dir, stem + (s.empty() ? ".gi" : ".gs"));
-                    if (session.check(eps, cj).verdict == Verdict::verified) {
-                        U = gi.rows.size();
-                        ukind = "row_interpolative";
-                        best_upper = cj;
-                    }
-                }
-            }
-            if (opt.interpolative && U > L && U > 0) {
-                if (auto ri = upper.row_interpolative(U - 1, target)) {
-                    json cj = row_interp_json(*ri, opt.out_dir, stem);
-                    if (session.check(eps, cj).verdict == Verdict::verified) {
-                        U = U - 1;
-                        ukind = "row_interpolative";
-                        best_upper = cj;
-                    }
-                }
-            }
+        status(a, "truncated SVD at rank " + std::to_string(hi));
+        for (std::size_t k = hi; k < st.U && k <= full; ++k) {
+            FactorCandidate fc = upper.svd_factor(k);
+            if (fc.float_error <= target && offer_factor(a, fc)) break;
+            if (k >= hi + 3) break;
         }
-        st.L = L;
-        st.U = U;
-        st.lkind = lkind;
-        st.ukind = ukind;
-        st.lower = best_lower;
-        st.upper = best_upper;
-        st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        states.push_back(st);
+        run.publish(eps, st);
+        st.seconds += since(t0);
+        status(a, "first bracket written");
     }
 
-    // r_eps is non-increasing in eps: a lower certificate found at a larger
-    // eps, and an upper one found at a smaller eps, may hold here too.
-    for (std::size_t a = 0; a < opt.eps.size(); ++a) {
-        for (std::size_t b = 0; b < opt.eps.size(); ++b) {
-            if (a == b) continue;
-            const int c = cmp(opt.eps[b].exact, opt.eps[a].exact);
-            if (c > 0 && !states[b].lower.is_null() && states[b].L > states[a].L) {
-                if (session.check(opt.eps[a], states[b].lower).verdict == Verdict::verified) {
-                    states[a].L = states[b].L;
-                    states[a].lower = states[b].lower;
-                    states[a].lkind = states[b].lkind + " (from eps " + opt.eps[b].text + ")";
-                }
-            }
-            if (c < 0 && !states[b].upper.is_null() && states[b].U < states[a].U) {
-                if (session.check(opt.eps[a], states[b].upper).verdict == Verdict::verified) {
-                    states[a].U = states[b].U;
-                    states[a].upper = states[b].upper;
-                    states[a].ukind = states[b].ukind + " (from eps " + opt.eps[b].text + ")";
-                }
-            }
-        }
-    }
-
-    // ---- the bundles, each verified from its file ----
-    std::vector<BracketResult> results;
-    std::set<std::string> keep;
-    for (std::size_t a = 0; a < opt.eps.size(); ++a) {
+    // ---- phase 2: better lower bounds (LP growth, tail) ----
+    for (std::size_t a = 0; a < E && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
-        const auto& eps = opt.eps[a];
-        const State& st = states[a];
-        std::vector<json> winners;
-        for (const json* c : {&st.trivial, &st.lower, &st.upper})
-            if (!c->is_null()) winners.push_back(*c);
-        const fs::path path = fs::path(opt.out_dir) / (opt.stem + "-eps" + eps.text + ".json");
-        {
-            std::ofstream out(path);
-            out << session.bundle(eps, winners, {{"lower", st.L}, {"upper", st.U}}).dump() << "\n";
+        const EpsValue& eps = opt.eps[a];
+        const std::string eps_stem = opt.stem + "-eps" + eps.text;
+        EpsState& st = states[a];
+        if (!(eps.approx < row_mass) || st.L >= st.U) continue;
+        const std::uint64_t before = st.L;
+        if (opt.lp && st.lower.value("kind", "") == "neumann" && st.L <= lopt.lp_max_rows) {
+            status(a, "neumann LP growth");
+            NeumannCandidate start;
+            start.rows = st.lower["rows"].get<std::vector<std::size_t>>();
+            start.N = static_cast<std::size_t>(A.cols());
+            LowerOptions lo = lopt;
+            lo.deadline = total;
+            NeumannCandidate nc = neumann_lp_grow(A, eps.approx, start, lo);
+            if (nc.rows.size() > st.L && !nc.r.empty()) {
+                compact_neumann(A, eps.approx, nc, lo.margin);
+                json cj = neumann_json(nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc.rows.size())));
+                offer_lower(a, cj, nc.rows.size(), "neumann");
+            }
         }
-        Bundle b = load_bundle(path, path.string());
-        for (const auto& sc : b.sidecars) keep.insert(sc.path);
-        Report r = verify(b, opt.check);
+        if (opt.tail && st.L < st.U && !total.expired()) {
+            status(a, "tail");
+            if (auto tc = tail_search(A, eps.approx, lopt); tc && tc->k + 1 > st.L) {
+                json cj = tail_json(*tc, opt.out_dir, run.fresh(eps_stem, "tail" + std::to_string(tc->k + 1)));
+                offer_lower(a, cj, tc->k + 1, "tail");
+            }
+        }
+        if (st.L > before) run.publish(eps, st);
+        st.seconds += since(t0);
+    }
+
+    // ---- phase 3: smaller factors (smooth minimax, rank bisection, then one
+    // rank at a time), the budget shared among the eps still open ----
+    for (std::size_t a = 0; a < E && !total.expired(); ++a) {
+        const auto t0 = std::chrono::steady_clock::now();
+        EpsState& st = states[a];
+        if (st.L >= st.U || st.fU.cols() == 0) continue;
+        double share = total.left() / static_cast<double>(E - a);
+        if (opt.eps_budget > 0) share = std::min(share, opt.eps_budget);
+        const Deadline dl = total.within(share);
+        // Ranks tried downwards from the winner in steps that halve after
+        // each failure: successes are cheap (the search stops at the first
+        // iterate below the target), failures cost the full iterations.
+        std::size_t floor = st.L > 0 ? st.L - 1 : 0;  // ranks <= floor: certified or searched to fail
+        std::size_t step = std::max<std::size_t>(1, (st.U - floor) / 8);
+        int iterations = opt.smooth_iterations;
+        bool retried = false;
+        while (st.U > 0 && st.U - 1 > floor && !dl.expired()) {
+            const std::size_t k = std::max(floor + 1, st.U > step ? st.U - step : 0);
+            status(a, "smooth factor search at rank " + std::to_string(k));
+            Mat Uk, Wk;
+            truncate_factor(st.fU, st.fW, k, Uk, Wk);
+            SmoothOptions so;
+            so.iterations = iterations;
+            so.deadline = dl;
+            so.progress = [&](const std::string& s) { status(a, s); };
+            auto fc = smooth_factor(A, std::move(Uk), std::move(Wk), smooth_target(a), so);
+            if (fc && offer_factor(a, *fc)) {
+                run.publish(opt.eps[a], st);
+                continue;
+            }
+            if (dl.expired()) break;
+            floor = k;
+            step = std::max<std::size_t>(1, step / 2);
+            if (st.U - 1 <= floor && !retried) {  // the last step once more, with more iterations
+                retried = true;
+                floor = k - 1;
+                iterations *= 3;
+            }
+        }
+        // Small instances: row-interpolative certificates too (greedy rows
+        // with L1 fits; O(n N k^2) per row, so only where that is cheap).
+        if (opt.interpolative && st.L < st.U && inst.n * inst.N <= opt.interpolative_max_entries && !dl.expired()) {
+            UpperOptions go = uopt;
+            go.deadline = dl;
+            UpperSearch greedy(A, go);
+            status(a, "interpolative greedy");
+            std::vector<std::size_t> seed;
+            if (st.lower.value("kind", "") == "neumann") seed = st.lower["rows"].get<std::vector<std::size_t>>();
+            bool better = false;
+            for (const auto& s : {seed, std::vector<std::size_t>{}}) {
+                RowInterpCandidate gi = greedy.greedy_row_interpolative(target_of(a), s);
+                if (!std::isfinite(gi.float_error) || gi.rows.size() >= st.U) continue;
+                const std::string eps_stem = opt.stem + "-eps" + opt.eps[a].text;
+                json cj = row_interp_json(gi, opt.out_dir, run.fresh(eps_stem, "ri" + std::to_string(gi.rows.size())));
+                better = offer_upper(a, cj, gi.rows.size(), "row_interpolative") || better;
+            }
+            if (better) run.publish(opt.eps[a], st);
+        }
+        st.seconds += since(t0);
+    }
+
+    // ---- phase 4: r_eps is non-increasing in eps, so a lower certificate
+    // found at a larger eps, and an upper one found at a smaller eps, may
+    // hold here too ----
+    for (std::size_t a = 0; a < E && !total.stopped(); ++a) {
+        if (!states[a].published) continue;
+        bool changed = false;
+        for (std::size_t b = 0; b < E; ++b) {
+            if (a == b || !states[b].published) continue;
+            const int c = cmp(opt.eps[b].exact, opt.eps[a].exact);
+            if (c > 0 && !states[b].lower.is_null() && states[b].L > states[a].L &&
+                offer_lower(a, states[b].lower, states[b].L, states[b].lkind + " (from eps " + opt.eps[b].text + ")"))
+                changed = true;
+            if (c < 0 && !states[b].upper.is_null() && states[b].U < states[a].U &&
+                offer_upper(a, states[b].upper, states[b].U, states[b].ukind + " (from eps " + opt.eps[b].text + ")"))
+                changed = true;
+        }
+        if (changed) run.publish(opt.eps[a], states[a]);
+    }
+
+    std::vector<BracketResult> results;
+    for (std::size_t a = 0; a < E; ++a) {
+        const EpsState& st = states[a];
+        if (!st.published) continue;
         BracketResult res;
-        res.eps_text = eps.text;
-        res.bundle_path = path.string();
-        res.lower = r.lower;
-        res.upper = r.upper;
-        res.closed = r.closed;
-        res.verdict = r.verdict;
+        res.eps_text = opt.eps[a].text;
+        res.bundle_path = st.path;
+        res.lower = st.report.lower;
+        res.upper = st.report.upper;
+        res.closed = st.report.closed;
+        res.verdict = st.report.verdict;
         res.lower_kind = st.lkind;
         res.upper_kind = st.ukind;
         res.svd_rank = st.svd_rank;
-        res.seconds = st.seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        res.seconds = st.seconds;
         results.push_back(res);
-    }
-    // Remove sidecars of this run's candidates that did not win.
-    for (const auto& e : fs::directory_iterator(opt.out_dir)) {
-        const std::string f = e.path().filename().string();
-        if (e.path().extension() != ".npy" || keep.count(f)) continue;
-        for (const auto& eps : opt.eps)
-            if (f.rfind(opt.stem + "-eps" + eps.text + ".", 0) == 0) {
-                fs::remove(e.path());
-                break;
-            }
     }
     return results;
 }

@@ -90,8 +90,11 @@ NeumannCandidate neumann_greedy(const Mat& A, double eps, const LowerOptions& op
             b(t) = A(static_cast<Eigen::Index>(I[static_cast<std::size_t>(t)]), c.j);
             cc(t) = A(c.i, static_cast<Eigen::Index>(J[static_cast<std::size_t>(t)]));
         }
-        Vec ib = inv * b;
-        Vec ci = inv.transpose() * cc;
+        Vec ib = Vec::Zero(m), ci = Vec::Zero(m);
+        if (m > 0) {  // (BLAS rejects empty products)
+            ib = inv * b;
+            ci = inv.transpose() * cc;
+        }
         const double s = A(c.i, c.j) - cc.dot(ib);
         if (std::abs(s) < 1e-12) continue;
         Mat ninv(m + 1, m + 1);
@@ -234,11 +237,12 @@ NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate best
     for (std::size_t cand : order) {
         if (best.rows.size() >= opt.lp_max_rows || failures >= 6) break;
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > opt.lp_budget) break;
+        if (opt.deadline.expired()) break;
         auto rows = best.rows;
         rows.push_back(cand);
         LowerOptions o = opt;  // never run past the budget
-        o.lp_time_limit = std::min(opt.lp_time_limit,
-                                   opt.lp_budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        o.lp_time_limit = std::min({opt.lp_time_limit, opt.deadline.left(),
+                                    opt.lp_budget - std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
         if (o.lp_time_limit < 0.05) break;
         auto c = neumann_lp(A, eps, rows, o);
         if (c && c->float_value < 1 - opt.margin) {

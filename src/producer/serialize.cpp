@@ -27,9 +27,24 @@ bool is_float32(const Mat& m) {
     return true;
 }
 
+bool is_float16(const Mat& m) {
+    for (Eigen::Index i = 0; i < m.size(); ++i) {
+        const double v = m.data()[i];
+        if (static_cast<double>(static_cast<_Float16>(v)) != v) return false;
+    }
+    return true;
+}
+
 std::string write_npy(const std::string& path, const Mat& m, bool f32) {
-    std::string header = std::string("{'descr': '") + (f32 ? "<f4" : "<f8") + "', 'fortran_order': False, 'shape': (" +
-                         std::to_string(m.rows()) + ", " + std::to_string(m.cols()) + "), }";
+    return write_npy(path, m, f32 ? 4 : 8);
+}
+
+std::string write_npy(const std::string& path, const Mat& m, int bytes_per_entry) {
+    const std::size_t isz = static_cast<std::size_t>(bytes_per_entry);
+    if (isz != 2 && isz != 4 && isz != 8) throw std::invalid_argument("write_npy: 2, 4 or 8 bytes per entry");
+    std::string header = std::string("{'descr': '") + (isz == 2 ? "<f2" : isz == 4 ? "<f4" : "<f8") +
+                         "', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
+                         std::to_string(m.cols()) + "), }";
     while ((10 + header.size() + 1) % 64) header += ' ';
     header += '\n';
     std::string bytes = "\x93NUMPY";
@@ -38,14 +53,17 @@ std::string write_npy(const std::string& path, const Mat& m, bool f32) {
     bytes += static_cast<char>(header.size() & 0xff);
     bytes += static_cast<char>(header.size() >> 8);
     bytes += header;
-    const std::size_t off = bytes.size(), isz = f32 ? 4 : 8;
+    const std::size_t off = bytes.size();
     bytes.resize(off + static_cast<std::size_t>(m.size()) * isz);
     std::size_t s = off;
     for (Eigen::Index i = 0; i < m.rows(); ++i)
         for (Eigen::Index j = 0; j < m.cols(); ++j, s += isz) {
             const double v = m(i, j);
             const float f = static_cast<float>(v);
-            std::memcpy(&bytes[s], f32 ? static_cast<const void*>(&f) : static_cast<const void*>(&v), isz);  // little-endian host
+            const _Float16 h = static_cast<_Float16>(v);
+            const void* src = isz == 2 ? static_cast<const void*>(&h) : isz == 4 ? static_cast<const void*>(&f)
+                                                                                : static_cast<const void*>(&v);
+            std::memcpy(&bytes[s], src, isz);  // little-endian host
         }
     std::ofstream out(path, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -60,12 +78,16 @@ json array_json(const Mat& m, const std::string& dir, const std::string& name, s
             for (Eigen::Index j = 0; j < m.cols(); ++j) data.push_back(exact_text(m(i, j)));
         return {{"shape", {m.rows(), m.cols()}}, {"data", data}};
     }
-    // float32 when every entry is one (exact either way).
-    const std::string sha = write_npy(dir + "/" + name, m, is_float32(m));
+    // float16 or float32 when every entry is one (exact either way).
+    const std::string sha = write_npy(dir + "/" + name, m, is_float16(m) ? 2 : is_float32(m) ? 4 : 8);
     return {{"npy", name}, {"sha256", sha}};
 }
 
 Mat round_to_float32(const Mat& m) { return m.cast<float>().cast<double>(); }
+
+Mat round_to_float16(const Mat& m) {
+    return m.unaryExpr([](double v) { return static_cast<double>(static_cast<_Float16>(v)); });
+}
 
 json factor_json(const FactorCandidate& c, const std::string& dir, const std::string& stem) {
     return {{"bound", "upper"},
@@ -99,7 +121,9 @@ json coo_json(std::size_t rows, std::size_t cols, const std::vector<NeumannCandi
 
 json neumann_json(const NeumannCandidate& c, const std::string& dir, const std::string& stem) {
     json r;
-    if (c.r.size() <= 256 || c.r.size() * 4 < c.N * c.rows.size()) {
+    // Inline triplets cost about 25 bytes each, a dense float16 sidecar 2
+    // bytes per entry of N x m.
+    if (c.r.size() <= 256 || c.r.size() * 12 < c.N * c.rows.size()) {
         r = coo_json(c.N, c.rows.size(), c.r);
     } else {
         Mat dense = Mat::Zero(static_cast<Eigen::Index>(c.N), static_cast<Eigen::Index>(c.rows.size()));

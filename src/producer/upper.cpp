@@ -8,6 +8,7 @@
 #include "rankcert/producer/producer.hpp"
 
 #include <Eigen/SVD>
+#include <lapacke.h>
 
 #include <algorithm>
 #include <cmath>
@@ -99,10 +100,37 @@ Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations) {
 }
 
 UpperSearch::UpperSearch(const Mat& A, const UpperOptions& opt) : A_(A), opt_(opt) {
-    Eigen::BDCSVD<Mat> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
-    sv_ = svd.singularValues();
-    Usv_ = svd.matrixU() * sv_.asDiagonal();
-    Vsv_ = svd.matrixV();
+    // LAPACK's divide-and-conquer SVD (dgesdd, through OpenBLAS): about 23 s
+    // for 4096 x 4096 on two cores, against minutes for Eigen's BDCSVD.
+    const auto n = A.rows(), N = A.cols(), r = std::min(n, N);
+    sv_ = Vec::Zero(r);
+    Mat U = Mat::Zero(n, r), Vt = Mat::Zero(r, N);
+    if (r > 0) {
+        Mat work = A;
+        const lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n), static_cast<lapack_int>(N),
+                                               work.data(), static_cast<lapack_int>(n), sv_.data(), U.data(),
+                                               static_cast<lapack_int>(n), Vt.data(), static_cast<lapack_int>(r));
+        if (info != 0) {  // did not converge: Eigen's SVD instead
+            Eigen::BDCSVD<Mat> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
+            sv_ = svd.singularValues();
+            U = svd.matrixU();
+            Vt = svd.matrixV().transpose();
+        }
+    }
+    Usv_ = U * sv_.asDiagonal();
+    Vsv_ = Vt.transpose();
+}
+
+FactorCandidate UpperSearch::svd_factor(std::size_t k) const {
+    const auto kk = static_cast<Eigen::Index>(k);
+    FactorCandidate c;
+    c.k = k;
+    c.method = "svd";
+    const Vec s = sv_.head(kk).cwiseSqrt().cwiseInverse().unaryExpr([](double v) { return std::isfinite(v) ? v : 0.0; });
+    c.U = Usv_.leftCols(kk) * s.asDiagonal();
+    c.W = Vsv_.leftCols(kk) * sv_.head(kk).cwiseSqrt().asDiagonal();
+    c.float_error = k ? max_row_l1(A_ - c.U * c.W.transpose()) : max_row_l1(A_);
+    return c;
 }
 
 double UpperSearch::svd_error(std::size_t k) const {
@@ -223,6 +251,11 @@ RowInterpCandidate UpperSearch::greedy_row_interpolative(double target, const st
     std::vector<std::pair<Eigen::Index, Vec>> fits;  // row, coefficients over the basis at the time
     double worst = 0;
     for (Eigen::Index s = 0; s < n; ++s) {
+        if (opt_.deadline.expired()) {  // out of time: no candidate
+            RowInterpCandidate none;
+            none.float_error = INFINITY;
+            return none;
+        }
         const Eigen::Index i = perm(s);
         Vec a = A_.row(i).transpose();
         double e = a.cwiseAbs().sum();

@@ -31,8 +31,25 @@ struct BracketOptions {
     // checker before the search; the best verified ones compete as usual.
     std::vector<json> hints;
     bool lp = true;
+    // Anytime search: the whole run's budget in seconds (0: the default of
+    // default_time_budget), and at most this much per eps for the factor
+    // search (0: an even share of what is left).  A run always finishes its
+    // first bracket at every eps, however short the budget.
+    double time_budget = 0, eps_budget = 0;
+    // Set by a signal handler: finish the current step, keep what is
+    // published, remove scratch files, return.
+    const std::atomic<bool>* stop = nullptr;
+    int smooth_iterations = 300;
+    // Spend a few more smooth steps on each winning factor so that it can be
+    // stored as float16 (a quarter of float64).
+    bool half = true;  // L-BFGS steps per rank tried (3x for the last step)
+    // Greedy row-interpolative search only up to this many entries n N.
+    std::uint64_t interpolative_max_entries = 160 * 160;
     std::function<void(const std::string&)> progress;
 };
+
+// 20 s per eps at 512 x 512, growing like sqrt(n N), at most 600 s.
+double default_time_budget(std::uint64_t n, std::uint64_t N, std::size_t eps_count);
 
 struct BracketResult {
     std::string eps_text;

@@ -10,6 +10,8 @@
 
 #include <Eigen/Dense>
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -19,6 +21,28 @@ namespace rankcert::producer {
 
 using Mat = Eigen::MatrixXd;
 using Vec = Eigen::VectorXd;
+
+// When a search must stop: a point in time, and a flag a signal handler may
+// set (SIGINT, SIGTERM).  The default never expires.
+struct Deadline {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point end = Clock::time_point::max();
+    const std::atomic<bool>* stop = nullptr;
+    bool stopped() const { return stop != nullptr && stop->load(); }
+    bool expired() const { return stopped() || Clock::now() >= end; }
+    // Seconds left (0 when expired; a large number when unbounded).
+    double left() const {
+        if (stopped()) return 0;
+        if (end == Clock::time_point::max()) return 1e300;
+        return std::max(0.0, std::chrono::duration<double>(end - Clock::now()).count());
+    }
+    // The sooner of this deadline and `seconds` from now.
+    Deadline within(double seconds) const {
+        Deadline d = *this;
+        if (seconds < left()) d.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+        return d;
+    }
+};
 
 // Q, K and the logit coefficient (temperature * scale) of a qk instance in
 // floating point; with centre, P_n Q and P_N K.
@@ -53,6 +77,7 @@ struct UpperOptions {
     int lad_iterations = 30;  // IRLS steps per row
     int alternations = 1;     // factor refits (U then W)
     bool l1_refit = true;     // refit failing rows by L1 (off: plain SVD factors)
+    Deadline deadline;        // the greedy row selection stops at it
     std::function<void(const std::string&)> progress;
 };
 
@@ -67,10 +92,13 @@ public:
     // A row-interpolative candidate of rank k (rows by pivoted QR).
     std::optional<RowInterpCandidate> row_interpolative(std::size_t k, double target) const;
     // Rows chosen greedily: a row joins when its L1 fit onto the rows
-    // already chosen misses the target.  Always succeeds (k <= n).
+    // already chosen misses the target (k <= n).  When the deadline passes
+    // first: no rows and float_error = infinity.
     RowInterpCandidate greedy_row_interpolative(double target, const std::vector<std::size_t>& seed = {}) const;
     // Smallest k in [lo, hi] for which factor(k) succeeds (bisection).
     std::optional<FactorCandidate> smallest_factor(std::size_t lo, std::size_t hi, double target) const;
+    // The rank-k truncated SVD as a factor, balanced (U = U_k S^1/2, W = V_k S^1/2).
+    FactorCandidate svd_factor(std::size_t k) const;
     std::size_t max_rank() const { return std::min<std::size_t>(A_.rows(), A_.cols()); }
 
 private:
@@ -79,6 +107,21 @@ private:
     Mat Usv_, Vsv_;  // U * S and V of the thin SVD
     Vec sv_;
 };
+
+// Smooth minimax refit of both factors (L-BFGS; src/producer/smooth.cpp).
+struct SmoothOptions {
+    int iterations = 400;  // L-BFGS steps over all stages
+    // Stop early when the last 50 steps gained too little to reach the
+    // target at that rate in the steps left (the error has plateaued).
+    bool give_up = true;
+    Deadline deadline;
+    std::function<void(const std::string&)> progress;
+};
+// A factor of U's rank with float worst row error <= target, started from
+// (U, W), or nothing when the iterations or the deadline run out first.
+std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double target, const SmoothOptions& opt);
+// The best rank-k approximation of U W^T, as a balanced factor.
+void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk);
 
 // min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
 Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
@@ -113,6 +156,7 @@ struct LowerOptions {
     std::size_t lp_max_rows = 48;  // LP refinement only for row sets up to this size
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
+    Deadline deadline;             // the run's (LP growth stops at it)
     std::function<void(const std::string&)> progress;
 };
 
@@ -141,9 +185,13 @@ json neumann_json(const NeumannCandidate& c, const std::string& dir, const std::
 json tail_json(const TailCandidate& c, const std::string& dir, const std::string& stem);
 // Write a float64 (or float32) .npy file; returns its sha256.
 std::string write_npy(const std::string& path, const Mat& m, bool f32 = false);
+// The same with 2 (float16), 4 or 8 bytes per entry.
+std::string write_npy(const std::string& path, const Mat& m, int bytes_per_entry);
 bool is_float32(const Mat& m);
+bool is_float16(const Mat& m);
 // Entries rounded to the nearest float32 (to make bundles smaller; the
 // producer re-checks in floating point before using the rounded version).
 Mat round_to_float32(const Mat& m);
+Mat round_to_float16(const Mat& m);
 
 }  // namespace rankcert::producer

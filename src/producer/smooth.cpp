@@ -1,0 +1,218 @@
+// Upper-bound search by smooth minimax (UNTRUSTED): L-BFGS on both factors.
+//
+// The quantity to push below eps is the worst row l1 error of A - U W^T, a
+// maximum of sums of absolute values: not differentiable.  It is replaced by
+//   F(U, W) = (1/tau) log sum_i exp(tau s_i),
+//   s_i = (1/t) sum_j (sqrt(E_ij^2 + mu^2) - mu),    E = A - U W^T,
+// which is smooth, never above max_i (row error_i / t) + log(n)/tau and
+// never below max_i (row error_i - N mu) / t.  Stages raise tau and lower mu
+// so that F approaches the true objective; each stage runs L-BFGS (memory
+// 8, Armijo backtracking).  The true row errors are computed with every
+// function value, and the search stops at the first iterate whose worst row
+// error is at most the target: it is handed to the checker as it is.
+//
+// Cost per iteration: about three n x N x k products (E, G W, G^T U) and a
+// pass over the n x N entries; memory: E and G (n x N each) plus the
+// history, 16 (n + N) k numbers.
+#include "rankcert/producer/producer.hpp"
+
+#include <Eigen/QR>
+#include <Eigen/SVD>
+
+#include <cmath>
+#include <deque>
+#include <vector>
+
+namespace rankcert::producer {
+
+namespace {
+
+struct Pair {
+    Mat U, W;
+};
+
+double dot(const Pair& a, const Pair& b) {
+    return (a.U.array() * b.U.array()).sum() + (a.W.array() * b.W.array()).sum();
+}
+
+class Objective {
+public:
+    Objective(const Mat& A, double t) : A_(A), t_(t), E_(A.rows(), A.cols()), rows_(A.rows()) {}
+    double mu = 1e-4, tau = 10;
+
+    // F at (U, W); keeps E and the row weights for gradient().
+    double value(const Pair& x) {
+        E_.noalias() = A_;
+        E_.noalias() -= x.U * x.W.transpose();
+        const auto n = A_.rows(), N = A_.cols();
+        worst_ = 0;
+        for (Eigen::Index i = 0; i < n; ++i) {
+            double g = 0, l1 = 0;
+            for (Eigen::Index j = 0; j < N; ++j) {
+                const double e = E_(i, j);
+                g += std::sqrt(e * e + mu * mu) - mu;
+                l1 += std::abs(e);
+            }
+            rows_(i) = g / t_;
+            worst_ = std::max(worst_, l1);
+        }
+        const double top = rows_.maxCoeff();
+        p_ = (tau * (rows_.array() - top)).exp();
+        const double z = p_.sum();
+        p_ /= z;
+        return top + std::log(z) / tau;
+    }
+    // The gradient at the point of the last value() call.
+    Pair gradient(const Pair& x) {
+        const auto n = A_.rows(), N = A_.cols();
+        for (Eigen::Index j = 0; j < N; ++j)
+            for (Eigen::Index i = 0; i < n; ++i) {
+                const double e = E_(i, j);
+                E_(i, j) = p_(i) / t_ * e / std::sqrt(e * e + mu * mu);
+            }
+        Pair g;
+        g.U.noalias() = -(E_ * x.W);
+        g.W.noalias() = -(E_.transpose() * x.U);
+        return g;
+    }
+    double worst() const { return worst_; }
+
+private:
+    const Mat& A_;
+    double t_;
+    Mat E_;
+    Vec rows_, p_;
+    double worst_ = 0;
+};
+
+}  // namespace
+
+void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk) {
+    const auto kk = static_cast<Eigen::Index>(k);
+    Eigen::HouseholderQR<Mat> qu(U), qw(W);
+    const auto r = U.cols();
+    const Mat Qu = qu.householderQ() * Mat::Identity(U.rows(), r);
+    const Mat Qw = qw.householderQ() * Mat::Identity(W.rows(), r);
+    const Mat Ru = qu.matrixQR().topRows(r).triangularView<Eigen::Upper>();
+    const Mat Rw = qw.matrixQR().topRows(r).triangularView<Eigen::Upper>();
+    Eigen::JacobiSVD<Mat> svd(Ru * Rw.transpose(), Eigen::ComputeThinU | Eigen::ComputeThinV);
+    const Vec s = svd.singularValues().head(kk).cwiseSqrt();
+    Uk = Qu * svd.matrixU().leftCols(kk) * s.asDiagonal();
+    Wk = Qw * svd.matrixV().leftCols(kk) * s.asDiagonal();
+}
+
+std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double target, const SmoothOptions& opt) {
+    const auto N = A.cols();
+    const std::size_t k = static_cast<std::size_t>(U.cols());
+    FactorCandidate best;
+    best.k = k;
+    best.method = "smooth-minimax";
+    best.float_error = INFINITY;
+    if (k == 0) return std::nullopt;
+    Objective f(A, target);
+    Pair x{std::move(U), std::move(W)};
+    int total = 0;
+    std::vector<double> checkpoints;  // worst row error / target every 25 steps
+    // Stages: (tau, mu * N / target).
+    static constexpr double stages[][2] = {{8, 1.0}, {30, 0.3}, {100, 0.1}, {300, 0.03}, {1000, 0.01}};
+    for (const auto& st : stages) {
+        f.tau = st[0];
+        f.mu = st[1] * target / static_cast<double>(N);
+        double fx = f.value(x);
+        if (f.worst() < best.float_error) {
+            best.float_error = f.worst();
+            best.U = x.U;
+            best.W = x.W;
+        }
+        if (best.float_error <= target) break;
+        Pair g = f.gradient(x);
+        std::deque<std::pair<Pair, Pair>> hist;  // (s, y)
+        const int cap = opt.iterations / static_cast<int>(std::size(stages));
+        double last = fx;
+        int stall = 0;
+        for (int it = 0; it < cap; ++it, ++total) {
+            if (opt.deadline.expired()) return std::nullopt;
+            // Two-loop recursion: d = -H g.
+            Pair d{-g.U, -g.W};
+            std::vector<double> alpha(hist.size());
+            for (std::size_t h = hist.size(); h-- > 0;) {
+                const auto& [s, y] = hist[h];
+                alpha[h] = dot(s, d) / dot(y, s);
+                d.U -= alpha[h] * y.U;
+                d.W -= alpha[h] * y.W;
+            }
+            double gamma = 1;
+            if (!hist.empty()) gamma = dot(hist.back().first, hist.back().second) / dot(hist.back().second, hist.back().second);
+            else gamma = 1e-2 / std::sqrt(std::max(dot(g, g), 1e-300));
+            d.U *= gamma;
+            d.W *= gamma;
+            for (std::size_t h = 0; h < hist.size(); ++h) {
+                const auto& [s, y] = hist[h];
+                const double beta = dot(y, d) / dot(y, s);
+                d.U += (alpha[h] - beta) * s.U;
+                d.W += (alpha[h] - beta) * s.W;
+            }
+            double slope = dot(g, d);
+            if (!(slope < 0)) {  // not a descent direction: restart from the gradient
+                hist.clear();
+                d = Pair{-g.U * (1e-2 / std::sqrt(std::max(dot(g, g), 1e-300))), -g.W * (1e-2 / std::sqrt(std::max(dot(g, g), 1e-300)))};
+                slope = dot(g, d);
+            }
+            // Armijo backtracking.
+            double step = 1, fn = 0;
+            Pair xn;
+            bool accepted = false;
+            for (int ls = 0; ls < 30; ++ls, step *= 0.5) {
+                xn = Pair{x.U + step * d.U, x.W + step * d.W};
+                fn = f.value(xn);
+                if (std::isfinite(fn) && fn <= fx + 1e-4 * step * slope) {
+                    accepted = true;
+                    break;
+                }
+            }
+            if (!accepted) break;
+            if (f.worst() < best.float_error) {
+                best.float_error = f.worst();
+                best.U = xn.U;
+                best.W = xn.W;
+            }
+            if (best.float_error <= target) break;
+            Pair gn = f.gradient(xn);
+            Pair s{xn.U - x.U, xn.W - x.W}, y{gn.U - g.U, gn.W - g.W};
+            if (dot(s, y) > 1e-300) {
+                hist.emplace_back(std::move(s), std::move(y));
+                if (hist.size() > 8) hist.pop_front();
+            }
+            x = std::move(xn);
+            g = std::move(gn);
+            fx = fn;
+            // Give up on a rank whose error has stopped falling fast enough to
+            // reach the target in the iterations left (plateaus above it are
+            // the common way a too-small rank fails).
+            if (total % 25 == 0) {
+                const double ratio = best.float_error / target;
+                checkpoints.push_back(ratio);
+                if (opt.give_up && checkpoints.size() >= 5) {
+                    const double gained = checkpoints[checkpoints.size() - 3] - ratio;  // over 50 steps
+                    const double left = static_cast<double>(opt.iterations - total) / 50.0;
+                    if (gained * std::max(left, 0.0) < (ratio - 1) * 0.5) return std::nullopt;
+                }
+            }
+            if (opt.progress && total % 25 == 0)
+                opt.progress("rank " + std::to_string(k) + ": L-BFGS step " + std::to_string(total) + ", worst row error " +
+                             std::to_string(best.float_error / target) + " x target");
+            // A stage ends when F has stopped moving.
+            if (last - fx < 1e-6 * std::abs(last)) {
+                if (++stall >= 5) break;
+            } else {
+                stall = 0;
+            }
+            last = fx;
+        }
+        if (best.float_error <= target) break;
+    }
+    if (!(best.float_error <= target)) return std::nullopt;
+    return best;
+}
+
+}  // namespace rankcert::producer

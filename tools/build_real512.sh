@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The real-size corpus: all 40 stories260K heads (5 layers x 8 heads) over a
+# 512-token text (the model's full context), at eps 0.05, 0.1, 0.2, with the
+# default time budget of `rankcert bracket` (60 s per head for three eps).
+#
+#   text      certificates/real/texts/full512.txt: the model's own greedy
+#             continuation of "Once upon a time" (rankcert extract --generate
+#             --steps 520, the "<s>" story separator removed, cut to 1202
+#             characters = 512 tokens with BOS).
+#   instances certificates/real/full512/*-L*-H*.json (+ .q.npy/.k.npy, 1 MB)
+#   bundles   every head's bundles go to $OUT (default build/real512); the
+#             layer heads H0 (15 bundles) are copied into
+#             certificates/real/full512/.  All 120 bundles together are about
+#             100 MB of float16/float32 factors (ranks 250-450 of 512), too
+#             large to commit; the summary of all 120 is committed.
+#
+# usage: tools/build_real512.sh            (JOBS=2; about 20 minutes on 2 cores)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rc=build/rankcert
+jobs=${JOBS:-2}
+out=${OUT:-build/real512}
+dest=certificates/real/full512
+[ -x "$rc" ] || ./build.sh build
+rm -rf "$out" "$dest"
+mkdir -p "$out"
+"$rc" extract --checkpoint data/stories260K/stories260K.bin --tokenizer data/stories260K/tok512.bin \
+  --text-file certificates/real/texts/full512.txt --out "$dest" --name full512
+export rc out
+# One BLAS thread and one checker thread per job: JOBS jobs share the cores.
+ls "$dest"/full512-L*-H*.json | OPENBLAS_NUM_THREADS=1 xargs -P "$jobs" -I{} sh -c \
+  'b=$(basename {} .json); "$rc" bracket --instance {} --eps 0.05,0.1,0.2 --out "$out/$b" --threads 1 --json -q \
+     > "$out/$b.result.json" || echo "FAILED: {}" >&2'
+for b in "$out"/full512-L*-H0; do cp "$b"/*-eps*.json "$b"/*-eps*.npy "$dest"/ 2>/dev/null || true; done
+/usr/bin/python3 tools/real512_summary.py "$out" "$dest"
