@@ -156,7 +156,8 @@ struct LowerOptions {
     std::size_t lp_max_rows = 48;  // LP refinement only for row sets up to this size
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
-    Deadline deadline;             // the run's (LP growth stops at it)
+    Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
+    bool cells = true;             // neumann_greedy: a second pass with key cells for diffuse rows
     std::function<void(const std::string&)> progress;
 };
 
