@@ -22,7 +22,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def bundles(folder):
-    for dirpath, _, files in os.walk(folder):
+    for dirpath, dirs, files in os.walk(folder):
+        if "full512" in dirs:  # the real-size corpus has its own summary (tools/real512_summary.py)
+            dirs.remove("full512")
         for f in sorted(files):
             if not f.endswith(".json"):
                 continue

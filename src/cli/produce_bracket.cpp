@@ -49,12 +49,12 @@ int bracket_main(int argc, char** argv) {
     app.add_flag("--no-lp", no_lp, "Skip the LP growth of Neumann certificates");
     double lp_budget = 4;
     int refits = 1;
-    app.add_option("--refits", refits, "Alternating L1 refits of the factor per rank tried (default 1)");
+    app.add_option("--refits", refits, "Ignored (the per-row L1 refits it counted gave way to the smooth factor search)");
     app.add_option("--lp-budget", lp_budget, "Seconds of LP growth per eps (default 4)");
     double time_budget = 0, eps_budget = 0;
     app.add_option("--time-budget", time_budget,
                    "Seconds for the whole run (default: 20 per eps at 512 tokens, growing like the token count, "
-                   "at most 600); the first bracket at every eps is always completed")
+                   "at most 450); the first bracket at every eps is always completed")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--eps-budget", eps_budget, "At most this many seconds of factor search per eps")
         ->check(CLI::NonNegativeNumber);
@@ -75,7 +75,7 @@ int bracket_main(int argc, char** argv) {
         opt.tail = !no_tail;
         opt.lp = !no_lp && lp_budget > 0;
         opt.lower.lp_budget = lp_budget;
-        opt.upper.alternations = refits;
+        (void)refits;
         opt.time_budget = time_budget;
         opt.eps_budget = eps_budget;
         opt.interpolative = !no_interpolative;
@@ -133,7 +133,8 @@ int bracket_main(int argc, char** argv) {
         if (opt.progress && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
         if (stop_requested.load() && !quiet)
             std::cerr << "rankcert bracket: stopped by a signal; the bundles below hold the best brackets certified so far\n";
-        int worst = exit_verified;
+        // Stopped before the first bundle: nothing is certified, say so.
+        int worst = results.empty() ? exit_undecided : exit_verified;
         json all = json::array();
         if (!json_out) {
             std::cout << std::left << std::setw(8) << "eps" << std::setw(12) << "bracket" << std::setw(8) << "closed"

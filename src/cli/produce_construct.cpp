@@ -105,8 +105,8 @@ int construct_main(int argc, char** argv) {
             opt.stem = stem;
             opt.lp = false;
             opt.interpolative = false;
-            opt.upper.alternations = 0;
-            opt.upper.l1_refit = c.queries.rows() <= 300 && c.keys.rows() <= 600;
+            // Sweeps bracket many instances: 2 s of search per eps each.
+            opt.time_budget = 2.0 * static_cast<double>(opt.eps.size());
             opt.provenance = {{"construction", c.family}, {"dimension", c.dim}, {"beta", b},
                               {"points", c.queries.rows()}, {"producer", std::string("rankcert construct ") + RANKCERT_VERSION}};
             if (c.family == "ball") opt.provenance["grid_spacing"] = h;

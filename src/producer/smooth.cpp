@@ -163,6 +163,7 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
             Pair xn;
             bool accepted = false;
             for (int ls = 0; ls < 30; ++ls, step *= 0.5) {
+                if (ls > 0 && opt.deadline.expired()) return std::nullopt;  // (each try is a product)
                 xn = Pair{x.U + step * d.U, x.W + step * d.W};
                 fn = f.value(xn);
                 if (std::isfinite(fn) && fn <= fx + 1e-4 * step * slope) {

@@ -1,10 +1,7 @@
-// Upper-bound search (UNTRUSTED): low-rank factors refitted for max row l1.
-//
-// Start from the truncated SVD (the best rank-k fit in l2), then, for rows
-// whose l1 error exceeds the target, refit the row coefficients by least
-// absolute deviations against the fixed right factor; if that is not enough,
-// alternate: refit the right factor column by column with row weights that
-// emphasise the worst rows (multiplicative weights), then the rows again.
+// Upper-bound search (UNTRUSTED): the float attention matrix, its SVD
+// (truncations are the first factors; the smooth minimax search in
+// smooth.cpp refines them), and greedy row-interpolative candidates whose
+// rows are fitted by least absolute deviations (IRLS).
 #include "rankcert/producer/producer.hpp"
 
 #include <Eigen/SVD>
@@ -139,96 +136,6 @@ double UpperSearch::svd_error(std::size_t k) const {
     return max_row_l1(A_ - Usv_.leftCols(kk) * Vsv_.leftCols(kk).transpose());
 }
 
-std::optional<FactorCandidate> UpperSearch::factor(std::size_t k, double target) const {
-    const auto kk = static_cast<Eigen::Index>(k);
-    const auto n = A_.rows();
-    FactorCandidate c;
-    c.k = k;
-    c.U = Usv_.leftCols(kk);
-    c.W = Vsv_.leftCols(kk);
-    c.method = "svd";
-    auto row_errors = [&]() -> Vec { return (A_ - c.U * c.W.transpose()).cwiseAbs().rowwise().sum(); };
-    Vec err = row_errors();
-    if (err.size() == 0 || err.maxCoeff() <= target) {
-        c.float_error = err.size() ? err.maxCoeff() : 0;
-        return c;
-    }
-    if (k == 0 || !opt_.l1_refit) return std::nullopt;
-    // When most rows fail, the SVD basis is far from enough and L1 refits of
-    // the coefficients will not rescue it: skip the (costly) refits.
-    if ((err.array() > target).count() > std::max<Eigen::Index>(8, n / 4)) return std::nullopt;
-    // Refit the failing rows by L1 against W.
-    auto refit_rows = [&](bool all) {
-        for (Eigen::Index i = 0; i < n; ++i) {
-            if (!all && err(i) <= target * 0.999) continue;
-            Vec u = lad_fit(c.W, A_.row(i).transpose(), c.U.row(i).transpose(), opt_.lad_iterations);
-            double e = (A_.row(i).transpose() - c.W * u).cwiseAbs().sum();
-            if (e < err(i)) {
-                c.U.row(i) = u.transpose();
-                err(i) = e;
-            }
-        }
-    };
-    refit_rows(false);
-    c.method = "svd+l1";
-    if (err.maxCoeff() <= target) {
-        c.float_error = err.maxCoeff();
-        return c;
-    }
-    // Alternate: W by row-weighted L1 per column, then all rows again.
-    Vec lambda = Vec::Ones(n);
-    for (int round = 0; round < opt_.alternations; ++round) {
-        if (opt_.progress) opt_.progress("rank " + std::to_string(k) + ": alternating refit " + std::to_string(round + 1));
-        for (Eigen::Index i = 0; i < n; ++i) lambda(i) *= std::exp(2.0 * err(i) / std::max(target, 1e-12) - 2.0);
-        lambda /= lambda.maxCoeff();
-        Mat Uw = lambda.asDiagonal() * c.U;
-        Mat Wn = c.W;
-        for (Eigen::Index j = 0; j < A_.cols(); ++j) {
-            Vec col = lambda.cwiseProduct(A_.col(j));
-            Wn.row(j) = lad_fit(Uw, col, c.W.row(j).transpose(), opt_.lad_iterations / 2).transpose();
-        }
-        Mat old_w = c.W;
-        c.W = Wn;
-        err = row_errors();
-        refit_rows(true);
-        c.method = "l1-alternating";
-        if (err.maxCoeff() <= target) {
-            c.float_error = err.maxCoeff();
-            return c;
-        }
-    }
-    return std::nullopt;
-}
-
-std::optional<RowInterpCandidate> UpperSearch::row_interpolative(std::size_t k, double target) const {
-    if (k == 0 || k > max_rank()) return std::nullopt;
-    // Rows by column-pivoted QR of A^T.
-    Eigen::ColPivHouseholderQR<Mat> qr(A_.transpose());
-    RowInterpCandidate c;
-    const auto& perm = qr.colsPermutation().indices();
-    for (std::size_t t = 0; t < k; ++t) c.rows.push_back(static_cast<std::size_t>(perm(static_cast<Eigen::Index>(t))));
-    const auto kk = static_cast<Eigen::Index>(k);
-    Mat basis(A_.cols(), kk);  // columns: the selected rows of A
-    for (Eigen::Index t = 0; t < kk; ++t) basis.col(t) = A_.row(static_cast<Eigen::Index>(c.rows[t])).transpose();
-    c.X = Mat(A_.rows(), kk);
-    auto ls = basis.colPivHouseholderQr();
-    double worst = 0;
-    for (Eigen::Index i = 0; i < A_.rows(); ++i) {
-        Vec a = A_.row(i).transpose();
-        Vec x = ls.solve(a);
-        double e = (a - basis * x).cwiseAbs().sum();
-        if (e > target) {
-            x = lad_fit(basis, a, x, opt_.lad_iterations);
-            e = (a - basis * x).cwiseAbs().sum();
-        }
-        c.X.row(i) = x.transpose();
-        worst = std::max(worst, e);
-    }
-    c.float_error = worst;
-    if (worst > target) return std::nullopt;
-    return c;
-}
-
 RowInterpCandidate UpperSearch::greedy_row_interpolative(double target, const std::vector<std::size_t>& seed) const {
     // Rows in column-pivoted QR order of A^T (after the seed rows, e.g. the
     // rows of a lower-bound certificate); a row joins I when its L1 fit onto
@@ -287,26 +194,6 @@ RowInterpCandidate UpperSearch::greedy_row_interpolative(double target, const st
     for (auto& [i, x] : fits) c.X.row(i).head(x.size()) = x.transpose();
     c.float_error = worst;
     return c;
-}
-
-std::optional<FactorCandidate> UpperSearch::smallest_factor(std::size_t lo, std::size_t hi, double target) const {
-    // Invariant: factor(hi) succeeds (checked first); bisection on [lo, hi].
-    auto best = factor(hi, target);
-    if (!best) return std::nullopt;
-    std::size_t a = lo, b = hi;
-    while (a < b) {
-        std::size_t mid = a + (b - a) / 2;
-        if (opt_.progress) opt_.progress("factor search: trying rank " + std::to_string(mid) + " in [" + std::to_string(a) +
-                                          ", " + std::to_string(b) + "]");
-        auto c = factor(mid, target);
-        if (c) {
-            best = c;
-            b = mid;
-        } else {
-            a = mid + 1;
-        }
-    }
-    return best;
 }
 
 }  // namespace rankcert::producer

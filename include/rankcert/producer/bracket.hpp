@@ -48,7 +48,7 @@ struct BracketOptions {
     std::function<void(const std::string&)> progress;
 };
 
-// 20 s per eps at 512 x 512, growing like sqrt(n N), at most 600 s.
+// 20 s per eps at 512 x 512, growing like sqrt(n N), at most 450 s.
 double default_time_budget(std::uint64_t n, std::uint64_t N, std::size_t eps_count);
 
 struct BracketResult {

@@ -75,8 +75,6 @@ struct RowInterpCandidate {
 struct UpperOptions {
     double margin = 1e-9;     // relative safety margin on eps
     int lad_iterations = 30;  // IRLS steps per row
-    int alternations = 1;     // factor refits (U then W)
-    bool l1_refit = true;     // refit failing rows by L1 (off: plain SVD factors)
     Deadline deadline;        // the greedy row selection stops at it
     std::function<void(const std::string&)> progress;
 };
@@ -86,17 +84,10 @@ public:
     UpperSearch(const Mat& A, const UpperOptions& opt);
     // The float row error of the rank-k truncated SVD.
     double svd_error(std::size_t k) const;
-    // The best factor of rank k found (SVD, then L1 refits of failing rows,
-    // then alternating refits) with float error <= target, or nothing.
-    std::optional<FactorCandidate> factor(std::size_t k, double target) const;
-    // A row-interpolative candidate of rank k (rows by pivoted QR).
-    std::optional<RowInterpCandidate> row_interpolative(std::size_t k, double target) const;
     // Rows chosen greedily: a row joins when its L1 fit onto the rows
     // already chosen misses the target (k <= n).  When the deadline passes
     // first: no rows and float_error = infinity.
     RowInterpCandidate greedy_row_interpolative(double target, const std::vector<std::size_t>& seed = {}) const;
-    // Smallest k in [lo, hi] for which factor(k) succeeds (bisection).
-    std::optional<FactorCandidate> smallest_factor(std::size_t lo, std::size_t hi, double target) const;
     // The rank-k truncated SVD as a factor, balanced (U = U_k S^1/2, W = V_k S^1/2).
     FactorCandidate svd_factor(std::size_t k) const;
     std::size_t max_rank() const { return std::min<std::size_t>(A_.rows(), A_.cols()); }
