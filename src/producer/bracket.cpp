@@ -532,12 +532,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         // The least rank whose truncated SVD meets the target (bisection;
         // the error is close to monotone in k), then back-off upwards.
         const double target = target_of(a);
-        std::size_t lo = 0, hi = full;
-        while (lo < hi) {
-            const std::size_t mid = lo + (hi - lo) / 2;
-            if (upper.svd_error(mid) <= target) hi = mid;
-            else lo = mid + 1;
-        }
+        const std::size_t hi = std::min<std::size_t>(full, upper.least_svd_rank(target));
         st.svd_rank = static_cast<double>(hi);
         status(a, "truncated SVD at rank " + std::to_string(hi));
         for (std::size_t k = hi; k < st.U && k <= full; ++k) {

@@ -130,6 +130,50 @@ FactorCandidate UpperSearch::svd_factor(std::size_t k) const {
     return c;
 }
 
+std::size_t UpperSearch::least_svd_rank(double target) const {
+    // Row l2 residuals of every truncation, from the SVD alone (O(n r)):
+    // ||A_i - (U_k S_k V_k^T)_i||_2^2 = ||A_i||^2 - sum_{t<k} (U_it s_t)^2.
+    // Since l2 <= l1 <= sqrt(support) l2 for each row, they bracket the
+    // least rank; the bisection then runs inside [lo, hi] only, each probe
+    // in blocks of rows that stop at the first row over the target.
+    const auto n = A_.rows(), r = Usv_.cols();
+    Vec left = A_.rowwise().squaredNorm();
+    std::vector<Eigen::Index> support(static_cast<std::size_t>(n));
+    for (Eigen::Index i = 0; i < n; ++i) support[static_cast<std::size_t>(i)] = (A_.row(i).array() != 0).count();
+    std::size_t lo = static_cast<std::size_t>(r), hi = static_cast<std::size_t>(r);
+    for (Eigen::Index k = 0; k <= r; ++k) {
+        double l2 = 0, l1 = 0;
+        for (Eigen::Index i = 0; i < n; ++i) {
+            const double res = std::sqrt(std::max(0.0, left(i)));
+            l2 = std::max(l2, res);
+            l1 = std::max(l1, res * std::sqrt(static_cast<double>(support[static_cast<std::size_t>(i)])));
+        }
+        if (l2 <= target && lo == static_cast<std::size_t>(r)) lo = static_cast<std::size_t>(k);
+        if (l1 <= target * 0.999) {  // (a little room for rounding in the residual formula)
+            hi = static_cast<std::size_t>(k);
+            break;
+        }
+        if (k < r) left -= Usv_.col(k).cwiseAbs2();
+    }
+    lo = std::min(lo, hi);
+    auto meets = [&](std::size_t k) {
+        const auto kk = static_cast<Eigen::Index>(k);
+        for (Eigen::Index b = 0; b < n; b += 256) {
+            const Eigen::Index rows = std::min<Eigen::Index>(256, n - b);
+            const Mat E = kk ? Mat(A_.middleRows(b, rows) - Usv_.middleRows(b, rows).leftCols(kk) * Vsv_.leftCols(kk).transpose())
+                             : Mat(A_.middleRows(b, rows));
+            if (E.cwiseAbs().rowwise().sum().maxCoeff() > target) return false;
+        }
+        return true;
+    };
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (meets(mid)) hi = mid;
+        else lo = mid + 1;
+    }
+    return hi;
+}
+
 double UpperSearch::svd_error(std::size_t k) const {
     const auto kk = static_cast<Eigen::Index>(k);
     if (k == 0) return max_row_l1(A_);

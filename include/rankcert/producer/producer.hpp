@@ -84,6 +84,10 @@ public:
     UpperSearch(const Mat& A, const UpperOptions& opt);
     // The float row error of the rank-k truncated SVD.
     double svd_error(std::size_t k) const;
+    // The least k whose truncated SVD has float worst row l1 error <= target
+    // (bisection, taking the error as monotone in k, inside the range that
+    // the rows' l2 residuals allow).
+    std::size_t least_svd_rank(double target) const;
     // Rows chosen greedily: a row joins when its L1 fit onto the rows
     // already chosen misses the target (k <= n).  When the deadline passes
     // first: no rows and float_error = infinity.
