@@ -12,8 +12,20 @@
 // with `rankcert verify`.
 #include "produce.hpp"
 
+#include <cstdio>
 #include <iostream>
 #include <string>
+
+// OpenBLAS reports an illegal argument (Eigen passes leading dimension 0 for
+// empty products) by printing to standard output, which would corrupt
+// `--json` output.  This definition takes the place of OpenBLAS's own (the
+// executable's symbol interposes) and prints to standard error instead; the
+// routine then returns without touching its output, which for an empty
+// product is already the right (zero) result.
+extern "C" int xerbla_(const char* name, int* info, int len) {
+    std::fprintf(stderr, "rankcert-produce: BLAS rejected parameter %d of %.*s\n", info ? *info : 0, len, name);
+    return 0;
+}
 
 int main(int argc, char** argv) {
     const std::string cmd = argc > 1 ? argv[1] : "";

@@ -25,6 +25,18 @@ namespace {
 
 double inf_norm(const Mat& m) { return max_row_l1(m); }
 
+// The inverse of [[M, b], [c^T, d]] from inv = M^{-1}, ib = inv b,
+// ci = inv^T c and the Schur complement s = d - c^T inv b (bordering).
+Mat bordered(const Mat& inv, const Vec& ib, const Vec& ci, double s) {
+    const auto m = inv.rows();
+    Mat out(m + 1, m + 1);
+    out.topLeftCorner(m, m) = inv + ib * ci.transpose() / s;
+    out.topRightCorner(m, 1) = -ib / s;
+    out.bottomLeftCorner(1, m) = -ci.transpose() / s;
+    out(m, m) = 1 / s;
+    return out;
+}
+
 }  // namespace
 
 double neumann_float_value(const Mat& A, double eps, const std::vector<std::size_t>& rows,
@@ -101,11 +113,7 @@ NeumannCandidate greedy_run(const Mat& A, double eps, const LowerOptions& opt, b
         }
         const double s = A(c.i, c.j) - cc.dot(ib);
         if (std::abs(s) < 1e-12) continue;
-        Mat ninv(m + 1, m + 1);
-        ninv.topLeftCorner(m, m) = inv + ib * ci.transpose() / s;
-        ninv.topRightCorner(m, 1) = -ib / s;
-        ninv.bottomLeftCorner(1, m) = -ci.transpose() / s;
-        ninv(m, m) = 1 / s;
+        Mat ninv = bordered(inv, ib, ci, s);
         if (eps > 0 && inf_norm(ninv) >= limit) continue;
         inv = std::move(ninv);
         I.push_back(static_cast<std::size_t>(c.i));
@@ -165,11 +173,7 @@ NeumannCandidate greedy_run(const Mat& A, double eps, const LowerOptions& opt, b
             const Vec ib = m > 0 ? Vec(inv * b) : Vec(0);
             const double sc = mass - cc.dot(ib);
             if (std::abs(sc) < 1e-12) continue;
-            Mat ninv(m + 1, m + 1);
-            ninv.topLeftCorner(m, m) = inv + ib * ci.transpose() / sc;
-            ninv.topRightCorner(m, 1) = -ib / sc;
-            ninv.bottomLeftCorner(1, m) = -ci.transpose() / sc;
-            ninv(m, m) = 1 / sc;
+            Mat ninv = bordered(inv, ib, ci, sc);
             const double norm = inf_norm(ninv);
             if (norm < best_norm) {
                 best_norm = norm;

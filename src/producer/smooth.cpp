@@ -113,17 +113,21 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
     Pair x{std::move(U), std::move(W)};
     int total = 0;
     std::vector<double> checkpoints;  // worst row error / target every 25 steps
+    // Keep x when the last value() found a smaller worst row error.
+    auto keep_if_best = [&](const Pair& at) {
+        if (f.worst() < best.float_error) {
+            best.float_error = f.worst();
+            best.U = at.U;
+            best.W = at.W;
+        }
+    };
     // Stages: (tau, mu * N / target).
     static constexpr double stages[][2] = {{8, 1.0}, {30, 0.3}, {100, 0.1}, {300, 0.03}, {1000, 0.01}};
     for (const auto& st : stages) {
         f.tau = st[0];
         f.mu = st[1] * target / static_cast<double>(N);
         double fx = f.value(x);
-        if (f.worst() < best.float_error) {
-            best.float_error = f.worst();
-            best.U = x.U;
-            best.W = x.W;
-        }
+        keep_if_best(x);
         if (best.float_error <= target) break;
         Pair g = f.gradient(x);
         std::deque<std::pair<Pair, Pair>> hist;  // (s, y)
@@ -155,7 +159,8 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
             double slope = dot(g, d);
             if (!(slope < 0)) {  // not a descent direction: restart from the gradient
                 hist.clear();
-                d = Pair{-g.U * (1e-2 / std::sqrt(std::max(dot(g, g), 1e-300))), -g.W * (1e-2 / std::sqrt(std::max(dot(g, g), 1e-300)))};
+                const double scale = 1e-2 / std::sqrt(std::max(dot(g, g), 1e-300));
+                d = Pair{-scale * g.U, -scale * g.W};
                 slope = dot(g, d);
             }
             // Armijo backtracking.
@@ -172,11 +177,7 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
                 }
             }
             if (!accepted) break;
-            if (f.worst() < best.float_error) {
-                best.float_error = f.worst();
-                best.U = xn.U;
-                best.W = xn.W;
-            }
+            keep_if_best(xn);
             if (best.float_error <= target) break;
             Pair gn = f.gradient(xn);
             Pair s{xn.U - x.U, xn.W - x.W}, y{gn.U - g.U, gn.W - g.W};
