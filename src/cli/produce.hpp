@@ -5,6 +5,7 @@
 #include "rankcert/producer/construct.hpp"
 #include "rankcert/producer/llama2.hpp"
 #include "rankcert/producer/profile.hpp"
+#include "rankcert/producer/tensor.hpp"
 #include "rankcert/exit.hpp"
 #include "rankcert/profile.hpp"
 

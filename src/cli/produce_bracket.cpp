@@ -19,6 +19,14 @@ extern "C" void on_stop_signal(int sig) {
     std::signal(sig, SIG_DFL);
 }
 
+// File stem for the bundles of a tensor spec: "heads.npy[0,3]" -> "heads-0-3".
+std::string tensor_stem(const std::string& spec) {
+    const TensorSpec t = parse_tensor_spec(spec);
+    std::string stem = fs::path(t.path).stem().string();
+    for (auto i : t.index) stem += "-" + std::to_string(i);
+    return stem;
+}
+
 }  // namespace
 
 int bracket_main(int argc, char** argv) {
@@ -103,7 +111,7 @@ int bracket_main(int argc, char** argv) {
             if (stem.empty()) stem = fs::path(instance).stem().string();
         } else if (!q.empty()) {
             if (k.empty() || scale.empty()) throw InputError("rankcert bracket: --q needs --k and --scale");
-            if (stem.empty()) stem = fs::path(q.substr(0, q.find(':'))).stem().string();
+            if (stem.empty()) stem = tensor_stem(q);
             inst = {{"kind", "qk"},
                     {"q", exact_array_json(read_tensor(q), out, stem + ".q.npy")},
                     {"k", exact_array_json(read_tensor(k), out, stem + ".k.npy")}};
@@ -115,10 +123,10 @@ int bracket_main(int argc, char** argv) {
                 else inst["mask"] = exact_array_json(read_tensor(mask), out, stem + ".mask.npy");
             }
         } else if (!logits.empty()) {
-            if (stem.empty()) stem = fs::path(logits.substr(0, logits.find(':'))).stem().string();
+            if (stem.empty()) stem = tensor_stem(logits);
             inst = {{"kind", "logits"}, {"logits", exact_array_json(read_tensor(logits, true), out, stem + ".logits.npy")}};
         } else {
-            if (stem.empty()) stem = fs::path(matrix.substr(0, matrix.find(':'))).stem().string();
+            if (stem.empty()) stem = tensor_stem(matrix);
             inst = {{"kind", "matrix"}, {"a", exact_array_json(read_tensor(matrix), out, stem + ".a.npy")}};
         }
         if (!temperature.empty()) {

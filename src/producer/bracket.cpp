@@ -9,8 +9,7 @@
 // winners is written to a temporary file, verified from it, and renamed into
 // place, so the folder always holds the best certified bracket so far.
 #include "rankcert/producer/bracket.hpp"
-
-#include <zlib.h>
+#include "rankcert/producer/tensor.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -56,72 +55,20 @@ std::string read_file(const fs::path& p) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-template <class T>
-T le(const std::string& s, std::size_t off) {
-    if (off + sizeof(T) > s.size()) throw std::out_of_range("zip");
-    T v = 0;
-    for (std::size_t i = 0; i < sizeof(T); ++i) v |= static_cast<T>(static_cast<unsigned char>(s[off + i])) << (8 * i);
-    return v;
-}
-
-// One member of a .npz (zip) archive: stored or deflated.
-std::string npz_member(const std::string& zip, const std::string& member, const std::string& file) {
-    try {
-        // End of central directory: search the last 64 KiB for its signature.
-        std::size_t eocd = std::string::npos;
-        for (std::size_t i = zip.size() >= 22 ? zip.size() - 22 : 0; i + 1 > 0 && zip.size() - i < 70000; --i) {
-            if (le<std::uint32_t>(zip, i) == 0x06054b50) {
-                eocd = i;
-                break;
-            }
-            if (i == 0) break;
-        }
-        if (eocd == std::string::npos) throw InputError(file + ": not a .npz (zip) file");
-        const std::size_t count = le<std::uint16_t>(zip, eocd + 10);
-        std::size_t cd = le<std::uint32_t>(zip, eocd + 16);
-        for (std::size_t e = 0; e < count; ++e) {
-            if (le<std::uint32_t>(zip, cd) != 0x02014b50) throw InputError(file + ": corrupt zip directory");
-            const unsigned method = le<std::uint16_t>(zip, cd + 10);
-            const std::size_t csize = le<std::uint32_t>(zip, cd + 20), usize = le<std::uint32_t>(zip, cd + 24);
-            const std::size_t nlen = le<std::uint16_t>(zip, cd + 28), xlen = le<std::uint16_t>(zip, cd + 30),
-                              clen = le<std::uint16_t>(zip, cd + 32);
-            const std::size_t local = le<std::uint32_t>(zip, cd + 42);
-            const std::string name = zip.substr(cd + 46, nlen);
-            cd += 46 + nlen + xlen + clen;
-            if (name != member && name != member + ".npy") continue;
-            if (csize == 0xffffffff || usize == 0xffffffff) throw InputError(file + ": zip64 members are not supported");
-            const std::size_t data = local + 30 + le<std::uint16_t>(zip, local + 26) + le<std::uint16_t>(zip, local + 28);
-            if (data + csize > zip.size()) throw InputError(file + ": truncated zip member " + name);
-            if (method == 0) return zip.substr(data, csize);
-            if (method != 8) throw InputError(file + ": zip member " + name + " uses an unsupported compression");
-            std::string out(usize, '\0');
-            z_stream zs;
-            std::memset(&zs, 0, sizeof zs);
-            if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) throw InputError(file + ": zlib failure");
-            zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(zip.data() + data));
-            zs.avail_in = static_cast<uInt>(csize);
-            zs.next_out = reinterpret_cast<Bytef*>(out.data());
-            zs.avail_out = static_cast<uInt>(usize);
-            int rc = inflate(&zs, Z_FINISH);
-            inflateEnd(&zs);
-            if (rc != Z_STREAM_END || zs.total_out != usize) throw InputError(file + ": corrupt deflate data in " + name);
-            return out;
-        }
-        throw InputError(file + ": no member \"" + member + "\" in the archive");
-    } catch (const std::out_of_range&) {
-        throw InputError(file + ": truncated zip file");
-    }
-}
-
 }  // namespace
 
 Matrix read_tensor(const std::string& spec, bool allow_neg_inf) {
-    std::string path = spec, name;
-    auto colon = spec.rfind(':');
-    if (colon != std::string::npos && colon > 0 && !fs::exists(spec)) {
-        path = spec.substr(0, colon);
-        name = spec.substr(colon + 1);
+    const TensorSpec t = parse_tensor_spec(spec);
+    if (t.has_index) {
+        // A slice of a stacked tensor: cut it out bit for bit, then read it
+        // exactly as the checker reads a .npy.
+        const NdTensor s = read_nd(t);
+        if (s.shape.size() != 1 && s.shape.size() != 2)
+            throw InputError(s.where + ": the selection leaves " + std::to_string(s.shape.size()) +
+                             " axes; select down to a matrix (or a vector)");
+        return parse_npy(npy_bytes(s), {s.where, "array"}, allow_neg_inf);
     }
+    const std::string &path = t.path, &name = t.name;
     const fs::path p(path);
     if (!fs::exists(p)) throw InputError(path + ": no such file");
     const std::string ext = p.extension().string();

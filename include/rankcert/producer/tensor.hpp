@@ -1,0 +1,62 @@
+// N-dimensional tensors from .npy, .npz and safetensors files, for the
+// producer's command line (UNTRUSTED side: it only cuts 2-D slices out of
+// stacked tensors and reads model weights; every number that reaches a
+// certificate is re-read exactly by the checker from the slice it writes).
+//
+// A tensor spec names a file, an array inside it and a selection of leading
+// indices:
+//   F.npy            F.npy[3]          F.npy[0,5]
+//   F.npz:NAME       F.npz:NAME[0,5]
+//   F.safetensors:NAME               F.safetensors:NAME[2]
+// The indices pick along the leading axes; what remains must be a matrix (or
+// a vector where one is asked for).  An index out of range is an input error
+// naming the file, the tensor and the axis.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rankcert::producer {
+
+struct NdTensor {
+    std::string dtype;                // "f16", "bf16", "f32", "f64", "bool", "u8", "i32", "i64"
+    std::vector<std::uint64_t> shape;  // C order
+    std::string bytes;                // little-endian elements, C order
+    std::string where;                // "file" or "file:name", for messages
+    std::size_t itemsize() const;
+    std::uint64_t count() const;
+};
+
+struct TensorSpec {
+    std::string path, name;           // name empty for .npy
+    std::vector<std::uint64_t> index;  // leading-axis selection
+    bool has_index = false;
+};
+
+// Split "F.safetensors:NAME[1,2]" into its parts (InputError on a malformed selector).
+TensorSpec parse_tensor_spec(const std::string& spec);
+
+// Read one tensor from .npy bytes (C or Fortran order; Fortran is reordered).
+NdTensor parse_npy_nd(const std::string& bytes, const std::string& where);
+// Read one tensor from safetensors bytes (the whole file).
+NdTensor parse_safetensors_nd(const std::string& bytes, const std::string& name, const std::string& where);
+// The names of the tensors in a safetensors file.
+std::vector<std::string> safetensors_names(const std::string& bytes, const std::string& where);
+
+// One member ("NAME" or "NAME.npy") of a .npz archive, stored or deflated.
+std::string npz_member(const std::string& zip, const std::string& member, const std::string& file);
+
+// Read the tensor a spec names and apply its selection.
+NdTensor read_nd(const TensorSpec& spec);
+// t[index...] along the leading axes.
+NdTensor select(const NdTensor& t, const std::vector<std::uint64_t>& index);
+
+// The elements as float32 (exact for f16/bf16/f32; f64 is rounded).
+std::vector<float> to_float32(const NdTensor& t);
+
+// A .npy file (format 1.0, C order) holding the tensor bit for bit; bfloat16
+// becomes float32 (exact), since .npy has no bfloat16.
+std::string npy_bytes(const NdTensor& t);
+
+}  // namespace rankcert::producer
