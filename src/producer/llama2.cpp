@@ -23,11 +23,11 @@ std::string read_all(const std::string& path) {
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-void rmsnorm(float* o, const float* x, const float* w, int n) {
+void rmsnorm(float* o, const float* x, const float* w, int n, float eps) {
     float ss = 0;
     for (int j = 0; j < n; ++j) ss += x[j] * x[j];
     ss /= static_cast<float>(n);
-    ss += 1e-5f;
+    ss += eps;
     ss = 1.0f / std::sqrt(ss);
     for (int j = 0; j < n; ++j) o[j] = w[j] * (ss * x[j]);
 }
@@ -68,25 +68,50 @@ Llama2Model::Llama2Model(const std::string& path) {
     c_.seq_len = h[6];
     c_.shared_classifier = c_.vocab_size > 0;
     if (c_.vocab_size < 0) c_.vocab_size = -c_.vocab_size;
-    const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
-    const int vals[] = {c_.dim, c_.hidden_dim, c_.n_layers, c_.n_heads, c_.n_kv_heads, c_.vocab_size, c_.seq_len};
-    for (int i = 0; i < 7; ++i)
-        if (vals[i] <= 0 || vals[i] > (1 << 20))
-            throw InputError(path + ": header." + names[i] + ": " + std::to_string(vals[i]) + " is not a sensible size");
-    if (c_.dim % c_.n_heads) throw InputError(path + ": header.n_heads: does not divide dim");
-    if (c_.n_heads % c_.n_kv_heads) throw InputError(path + ": header.n_kv_heads: does not divide n_heads");
-    if (c_.head_size() % 2) throw InputError(path + ": header: head size must be even for rotary embeddings");
-    const std::uint64_t dim = static_cast<std::uint64_t>(c_.dim), hid = static_cast<std::uint64_t>(c_.hidden_dim),
-                        L = static_cast<std::uint64_t>(c_.n_layers), V = static_cast<std::uint64_t>(c_.vocab_size),
-                        kv = static_cast<std::uint64_t>(c_.kv_dim()), S = static_cast<std::uint64_t>(c_.seq_len),
-                        hs = static_cast<std::uint64_t>(c_.head_size());
-    const std::uint64_t floats = V * dim + L * dim + L * dim * dim + 2 * L * kv * dim + L * dim * dim + L * dim +
-                                 3 * L * hid * dim + dim + S * hs + (c_.shared_classifier ? 0 : V * dim);
+    c_.validate(path);
+    const std::uint64_t floats = c_.weight_count();
     if (bytes.size() != 28 + 4 * floats)
         throw InputError(path + ": weights: file has " + std::to_string(bytes.size()) + " bytes, the header implies " +
                          std::to_string(28 + 4 * floats) + " (truncated or inconsistent checkpoint)");
     data_.resize(floats);
     std::memcpy(data_.data(), bytes.data() + 28, 4 * floats);
+    setup(path);
+}
+
+Llama2Model::Llama2Model(const Llama2Config& c, std::vector<float> weights, const std::string& where)
+    : c_(c), data_(std::move(weights)) {
+    c_.validate(where);
+    if (data_.size() != c_.weight_count())
+        throw InputError(where + ": weights: " + std::to_string(data_.size()) + " floats, the config implies " +
+                         std::to_string(c_.weight_count()));
+    setup(where);
+}
+
+void Llama2Config::validate(const std::string& where) const {
+    const char* names[] = {"dim", "hidden_dim", "n_layers", "n_heads", "n_kv_heads", "vocab_size", "seq_len"};
+    const int vals[] = {dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size, seq_len};
+    for (int i = 0; i < 7; ++i)
+        if (vals[i] <= 0 || vals[i] > (1 << 20))
+            throw InputError(where + ": header." + names[i] + ": " + std::to_string(vals[i]) + " is not a sensible size");
+    if (dim % n_heads) throw InputError(where + ": header.n_heads: does not divide dim");
+    if (n_heads % n_kv_heads) throw InputError(where + ": header.n_kv_heads: does not divide n_heads");
+    if (head_size() % 2) throw InputError(where + ": header: head size must be even for rotary embeddings");
+}
+
+std::uint64_t Llama2Config::weight_count() const {
+    const std::uint64_t d = static_cast<std::uint64_t>(dim), hid = static_cast<std::uint64_t>(hidden_dim),
+                        L = static_cast<std::uint64_t>(n_layers), V = static_cast<std::uint64_t>(vocab_size),
+                        kv = static_cast<std::uint64_t>(kv_dim()), S = static_cast<std::uint64_t>(seq_len),
+                        hs = static_cast<std::uint64_t>(head_size());
+    return V * d + L * d + L * d * d + 2 * L * kv * d + L * d * d + L * d + 3 * L * hid * d + d + S * hs +
+           (shared_classifier ? 0 : V * d);
+}
+
+void Llama2Model::setup(const std::string& path) {
+    const std::uint64_t dim = static_cast<std::uint64_t>(c_.dim), hid = static_cast<std::uint64_t>(c_.hidden_dim),
+                        L = static_cast<std::uint64_t>(c_.n_layers), V = static_cast<std::uint64_t>(c_.vocab_size),
+                        kv = static_cast<std::uint64_t>(c_.kv_dim()), S = static_cast<std::uint64_t>(c_.seq_len),
+                        hs = static_cast<std::uint64_t>(c_.head_size());
     for (float f : data_)
         if (!std::isfinite(f)) throw InputError(path + ": weights: non-finite value");
     const float* p = data_.data();
@@ -122,7 +147,7 @@ void Llama2Model::step(int token, int pos, bool record) {
     std::memcpy(x_.data(), emb_ + static_cast<std::size_t>(token) * dim, sizeof(float) * dim);
     for (int l = 0; l < c_.n_layers; ++l) {
         const std::size_t lo = static_cast<std::size_t>(l);
-        rmsnorm(xb_.data(), x_.data(), rms_att_ + lo * dim, dim);
+        rmsnorm(xb_.data(), x_.data(), rms_att_ + lo * dim, dim, c_.norm_eps);
         float* kc = key_cache_.data() + lo * S * kv_dim + static_cast<std::size_t>(pos) * kv_dim;
         float* vc = value_cache_.data() + lo * S * kv_dim + static_cast<std::size_t>(pos) * kv_dim;
         matmul(q_cur_.data(), xb_.data(), wq_ + lo * dim * dim, dim, dim);
@@ -130,7 +155,7 @@ void Llama2Model::step(int token, int pos, bool record) {
         matmul(vc, xb_.data(), wv_ + lo * kv_dim * dim, dim, kv_dim);
         for (int i = 0; i < dim; i += 2) {
             const int head_dim = i % hs;
-            const float freq = 1.0f / std::pow(10000.0f, static_cast<float>(head_dim) / static_cast<float>(hs));
+            const float freq = 1.0f / std::pow(c_.rope_theta, static_cast<float>(head_dim) / static_cast<float>(hs));
             const float val = static_cast<float>(pos) * freq;
             const float fcr = std::cos(val), fci = std::sin(val);
             const int rotn = i < kv_dim ? 2 : 1;
@@ -164,7 +189,7 @@ void Llama2Model::step(int token, int pos, bool record) {
         }
         matmul(xb2_.data(), xb_.data(), wo_ + lo * dim * dim, dim, dim);
         for (int i = 0; i < dim; ++i) x_[i] += xb2_[i];
-        rmsnorm(xb_.data(), x_.data(), rms_ffn_ + lo * dim, dim);
+        rmsnorm(xb_.data(), x_.data(), rms_ffn_ + lo * dim, dim, c_.norm_eps);
         matmul(hb_.data(), xb_.data(), w1_ + lo * hid * dim, dim, hid);
         matmul(hb2_.data(), xb_.data(), w3_ + lo * hid * dim, dim, hid);
         for (int i = 0; i < hid; ++i) {
@@ -175,7 +200,7 @@ void Llama2Model::step(int token, int pos, bool record) {
         matmul(xb_.data(), hb_.data(), w2_ + lo * dim * hid, hid, dim);
         for (int i = 0; i < dim; ++i) x_[i] += xb_[i];
     }
-    rmsnorm(x_.data(), x_.data(), rms_final_, dim);
+    rmsnorm(x_.data(), x_.data(), rms_final_, dim, c_.norm_eps);
     matmul(logits_.data(), x_.data(), wcls_, dim, c_.vocab_size);
 }
 

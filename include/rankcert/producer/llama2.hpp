@@ -16,6 +16,12 @@ namespace rankcert::producer {
 struct Llama2Config {
     int dim = 0, hidden_dim = 0, n_layers = 0, n_heads = 0, n_kv_heads = 0, vocab_size = 0, seq_len = 0;
     bool shared_classifier = true;
+    float norm_eps = 1e-5f;      // RMSNorm epsilon (llama2.c: 1e-5)
+    float rope_theta = 10000.0f;  // rotary base (llama2.c: 10000)
+    // Floats in the llama2.c weight layout (including the legacy RoPE tables).
+    std::uint64_t weight_count() const;
+    // Sizes positive and at most 2^20, heads divide dim, head size even.
+    void validate(const std::string& where) const;
     int head_size() const { return dim / n_heads; }
     int kv_dim() const { return dim * n_kv_heads / n_heads; }
 };
@@ -24,6 +30,9 @@ class Llama2Model {
 public:
     // Throws InputError (one line naming the file and what is wrong).
     explicit Llama2Model(const std::string& path);
+    // From weights already in the llama2.c layout (e.g. converted from a
+    // HuggingFace checkpoint; see hf.hpp).  where names them in errors.
+    Llama2Model(const Llama2Config& c, std::vector<float> weights, const std::string& where);
     const Llama2Config& config() const { return c_; }
 
     // Run the model over tokens (teacher forcing).  Returns the logits of the
@@ -38,6 +47,7 @@ public:
     std::vector<int> greedy(const std::vector<int>& prompt, int steps);
 
 private:
+    void setup(const std::string& path);
     void step(int token, int pos, bool record);
     Llama2Config c_;
     std::vector<float> data_;  // every weight, as in the file

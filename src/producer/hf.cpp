@@ -1,0 +1,286 @@
+// HuggingFace-layout checkpoints (UNTRUSTED); see hf.hpp.
+#include "rankcert/producer/hf.hpp"
+
+#include "rankcert/input.hpp"
+#include "rankcert/producer/tensor.hpp"
+
+#include <Eigen/Dense>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace rankcert::producer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    if (!in) throw InputError(p.string() + ": cannot open file");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+json read_config(const std::string& dir) {
+    const fs::path p = fs::path(dir) / "config.json";
+    if (!fs::exists(p)) throw InputError(dir + ": no config.json (a HuggingFace model folder has config.json and model.safetensors)");
+    try {
+        json j = json::parse(slurp(p));
+        if (!j.is_object()) throw InputError(p.string() + ": not a JSON object");
+        return j;
+    } catch (const json::exception&) {
+        throw InputError(p.string() + ": not valid JSON");
+    }
+}
+
+// A config field: present and an integer in [1, 2^20], else the default (if any).
+int config_int(const json& c, const std::string& dir, const std::string& key, int fallback = -1) {
+    if (!c.contains(key) || c[key].is_null()) {
+        if (fallback >= 0) return fallback;
+        throw InputError(dir + "/config.json: " + key + ": missing");
+    }
+    if (!c[key].is_number_integer() || c[key].get<long long>() < 1 || c[key].get<long long>() > (1 << 20))
+        throw InputError(dir + "/config.json: " + key + ": not an integer in [1, 2^20]");
+    return c[key].get<int>();
+}
+
+float config_float(const json& c, const std::string& dir, const std::string& key, float fallback) {
+    if (!c.contains(key) || c[key].is_null()) return fallback;
+    if (!c[key].is_number() || !(c[key].get<double>() > 0) || !std::isfinite(c[key].get<double>()))
+        throw InputError(dir + "/config.json: " + key + ": not a positive number");
+    return static_cast<float>(c[key].get<double>());
+}
+
+// The tensors of a folder: model.safetensors, or the shards an index names.
+class WeightStore {
+public:
+    explicit WeightStore(const std::string& dir) : dir_(dir) {
+        const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+        if (fs::exists(index)) {
+            json j;
+            try {
+                j = json::parse(slurp(index));
+            } catch (const json::exception&) {
+                throw InputError(index.string() + ": not valid JSON");
+            }
+            if (!j.contains("weight_map") || !j["weight_map"].is_object())
+                throw InputError(index.string() + ": weight_map: missing or not an object");
+            for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
+                if (!it.value().is_string()) throw InputError(index.string() + ": weight_map." + it.key() + ": not a file name");
+                const std::string f = it.value().get<std::string>();
+                if (f.find('/') != std::string::npos || f.find("..") != std::string::npos)
+                    throw InputError(index.string() + ": weight_map." + it.key() + ": shard must be a file in the folder");
+                where_[it.key()] = f;
+            }
+        } else {
+            const fs::path single = fs::path(dir) / "model.safetensors";
+            if (!fs::exists(single)) throw InputError(dir + ": no model.safetensors (nor model.safetensors.index.json)");
+            for (const auto& n : safetensors_names(file("model.safetensors"), single.string())) where_[n] = "model.safetensors";
+        }
+    }
+    bool has(const std::string& name) const { return where_.count(name) > 0; }
+    // The tensor as float32, with its shape checked.
+    std::vector<float> get(const std::string& name, const std::vector<std::uint64_t>& shape) {
+        auto it = where_.find(name);
+        if (it == where_.end()) throw InputError(dir_ + ": no tensor \"" + name + "\" in the checkpoint");
+        const NdTensor t = parse_safetensors_nd(file(it->second), name, dir_ + "/" + it->second);
+        if (t.shape != shape) {
+            std::string want, have;
+            for (auto s : shape) want.append(want.empty() ? "" : ", ").append(std::to_string(s));
+            for (auto s : t.shape) have.append(have.empty() ? "" : ", ").append(std::to_string(s));
+            throw InputError(t.where + ": shape [" + have + "], the config implies [" + want + "]");
+        }
+        return to_float32(t);
+    }
+
+private:
+    const std::string& file(const std::string& f) {
+        auto& b = files_[f];
+        if (b.empty()) b = slurp(fs::path(dir_) / f);
+        return b;
+    }
+    std::string dir_;
+    std::map<std::string, std::string> where_, files_;
+};
+
+void append(std::vector<float>& out, const std::vector<float>& v) { out.insert(out.end(), v.begin(), v.end()); }
+
+// HuggingFace's converter permutes the rows of each head of q_proj/k_proj so
+// that rotate_half (first half, second half) acts as the original RoPE on
+// adjacent pairs: hf row h*hs + j*hs/2 + i holds original row h*hs + 2i + j.
+// This puts them back.
+std::vector<float> unpermute_rows(const std::vector<float>& w, int heads, int hs, int cols) {
+    std::vector<float> out(w.size());
+    const std::size_t c = static_cast<std::size_t>(cols);
+    for (int h = 0; h < heads; ++h)
+        for (int j = 0; j < 2; ++j)
+            for (int i = 0; i < hs / 2; ++i) {
+                const std::size_t from = static_cast<std::size_t>(h * hs + j * (hs / 2) + i), to = static_cast<std::size_t>(h * hs + 2 * i + j);
+                std::copy(w.begin() + static_cast<std::ptrdiff_t>(from * c), w.begin() + static_cast<std::ptrdiff_t>((from + 1) * c),
+                          out.begin() + static_cast<std::ptrdiff_t>(to * c));
+            }
+    return out;
+}
+
+}  // namespace
+
+std::string hf_model_type(const std::string& dir) {
+    const json c = read_config(dir);
+    if (!c.contains("model_type") || !c["model_type"].is_string()) throw InputError(dir + "/config.json: model_type: missing");
+    return c["model_type"].get<std::string>();
+}
+
+Llama2Model load_hf_llama(const std::string& dir) {
+    const json c = read_config(dir);
+    const std::string cfg = dir + "/config.json";
+    if (c.value("hidden_act", std::string("silu")) != "silu") throw InputError(cfg + ": hidden_act: only silu is supported");
+    if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) throw InputError(cfg + ": rope_scaling: not supported");
+    if (c.value("attention_bias", false) || c.value("mlp_bias", false)) throw InputError(cfg + ": attention_bias/mlp_bias: not supported");
+    Llama2Config k;
+    k.dim = config_int(c, dir, "hidden_size");
+    k.hidden_dim = config_int(c, dir, "intermediate_size");
+    k.n_layers = config_int(c, dir, "num_hidden_layers");
+    k.n_heads = config_int(c, dir, "num_attention_heads");
+    k.n_kv_heads = config_int(c, dir, "num_key_value_heads", k.n_heads);
+    k.vocab_size = config_int(c, dir, "vocab_size");
+    k.seq_len = config_int(c, dir, "max_position_embeddings");
+    k.norm_eps = config_float(c, dir, "rms_norm_eps", 1e-6f);
+    k.rope_theta = config_float(c, dir, "rope_theta", 10000.0f);
+    k.validate(cfg);
+    if (c.contains("head_dim") && !c["head_dim"].is_null() && c["head_dim"] != k.head_size())
+        throw InputError(cfg + ": head_dim: differs from hidden_size / num_attention_heads (not supported)");
+    WeightStore w(dir);
+    k.shared_classifier = !w.has("lm_head.weight");
+    using U = std::uint64_t;
+    const U dim = static_cast<U>(k.dim), hid = static_cast<U>(k.hidden_dim), kv = static_cast<U>(k.kv_dim()),
+            V = static_cast<U>(k.vocab_size);
+    std::vector<float> d;
+    d.reserve(k.weight_count());
+    auto layer = [](int l, const std::string& rest) { return "model.layers." + std::to_string(l) + "." + rest; };
+    append(d, w.get("model.embed_tokens.weight", {V, dim}));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "input_layernorm.weight"), {dim}));
+    for (int l = 0; l < k.n_layers; ++l)
+        append(d, unpermute_rows(w.get(layer(l, "self_attn.q_proj.weight"), {dim, dim}), k.n_heads, k.head_size(), k.dim));
+    for (int l = 0; l < k.n_layers; ++l)
+        append(d, unpermute_rows(w.get(layer(l, "self_attn.k_proj.weight"), {kv, dim}), k.n_kv_heads, k.head_size(), k.dim));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "self_attn.v_proj.weight"), {kv, dim}));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "self_attn.o_proj.weight"), {dim, dim}));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "post_attention_layernorm.weight"), {dim}));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "mlp.gate_proj.weight"), {hid, dim}));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "mlp.down_proj.weight"), {dim, hid}));
+    for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "mlp.up_proj.weight"), {hid, dim}));
+    append(d, w.get("model.norm.weight", {dim}));
+    d.resize(d.size() + static_cast<std::size_t>(k.seq_len) * static_cast<std::size_t>(k.head_size()), 0.0f);  // legacy RoPE tables
+    if (!k.shared_classifier) append(d, w.get("lm_head.weight", {V, dim}));
+    return Llama2Model(k, std::move(d), dir);
+}
+
+Gpt2Model::Gpt2Model(const std::string& dir) {
+    const json c = read_config(dir);
+    const std::string cfg = dir + "/config.json";
+    n_embd_ = config_int(c, dir, "n_embd");
+    n_head_ = config_int(c, dir, "n_head");
+    n_layer_ = config_int(c, dir, "n_layer");
+    n_positions_ = config_int(c, dir, "n_positions", config_int(c, dir, "n_ctx", 1024));
+    vocab_ = config_int(c, dir, "vocab_size");
+    inner_ = config_int(c, dir, "n_inner", 4 * n_embd_);
+    ln_eps_ = config_float(c, dir, "layer_norm_epsilon", 1e-5f);
+    if (n_embd_ % n_head_) throw InputError(cfg + ": n_head: does not divide n_embd");
+    const std::string act = c.value("activation_function", std::string("gelu_new"));
+    if (act != "gelu_new") throw InputError(cfg + ": activation_function: only gelu_new is supported, found " + act.substr(0, 30));
+    if (!c.value("scale_attn_weights", true) || c.value("scale_attn_by_inverse_layer_idx", false))
+        throw InputError(cfg + ": scale_attn_weights/scale_attn_by_inverse_layer_idx: only the standard 1/sqrt(head size) scale is supported");
+    WeightStore w(dir);
+    const std::string pre = w.has("wte.weight") ? "" : "transformer.";
+    using U = std::uint64_t;
+    const U E = static_cast<U>(n_embd_), I = static_cast<U>(inner_);
+    wte_ = w.get(pre + "wte.weight", {static_cast<U>(vocab_), E});
+    wpe_ = w.get(pre + "wpe.weight", {static_cast<U>(n_positions_), E});
+    lnf_w_ = w.get(pre + "ln_f.weight", {E});
+    lnf_b_ = w.get(pre + "ln_f.bias", {E});
+    for (int l = 0; l < n_layer_; ++l) {
+        const std::string h = pre + "h." + std::to_string(l) + ".";
+        Layer L;
+        L.ln1_w = w.get(h + "ln_1.weight", {E});
+        L.ln1_b = w.get(h + "ln_1.bias", {E});
+        L.attn_w = w.get(h + "attn.c_attn.weight", {E, 3 * E});
+        L.attn_b = w.get(h + "attn.c_attn.bias", {3 * E});
+        L.proj_w = w.get(h + "attn.c_proj.weight", {E, E});
+        L.proj_b = w.get(h + "attn.c_proj.bias", {E});
+        L.ln2_w = w.get(h + "ln_2.weight", {E});
+        L.ln2_b = w.get(h + "ln_2.bias", {E});
+        L.fc_w = w.get(h + "mlp.c_fc.weight", {E, I});
+        L.fc_b = w.get(h + "mlp.c_fc.bias", {I});
+        L.fc2_w = w.get(h + "mlp.c_proj.weight", {I, E});
+        L.fc2_b = w.get(h + "mlp.c_proj.bias", {E});
+        layers_.push_back(std::move(L));
+    }
+}
+
+std::vector<float> Gpt2Model::forward(const std::vector<int>& tokens) {
+    using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using MapM = Eigen::Map<const MatF>;
+    using MapV = Eigen::Map<const Eigen::RowVectorXf>;
+    const Eigen::Index T = static_cast<Eigen::Index>(tokens.size()), E = n_embd_, hs = head_size();
+    if (tokens.empty()) throw InputError("gpt2: no tokens");
+    if (T > n_positions_)
+        throw InputError("tokens: " + std::to_string(T) + " exceed the model's n_positions " + std::to_string(n_positions_));
+    MatF x(T, E);
+    for (Eigen::Index t = 0; t < T; ++t) {
+        const int id = tokens[static_cast<std::size_t>(t)];
+        if (id < 0 || id >= vocab_) throw InputError("tokens: id " + std::to_string(id) + " is outside the vocabulary");
+        x.row(t) = MapV(&wte_[static_cast<std::size_t>(id) * static_cast<std::size_t>(E)], E) + MapV(&wpe_[static_cast<std::size_t>(t * E)], E);
+    }
+    auto layer_norm = [&](const MatF& in, const std::vector<float>& g, const std::vector<float>& b) {
+        MatF out(in.rows(), in.cols());
+        for (Eigen::Index t = 0; t < in.rows(); ++t) {
+            const float mean = in.row(t).sum() / static_cast<float>(E);
+            const Eigen::RowVectorXf cen = in.row(t).array() - mean;
+            const float var = cen.squaredNorm() / static_cast<float>(E);
+            out.row(t) = (cen / std::sqrt(var + ln_eps_)).cwiseProduct(MapV(g.data(), E)) + MapV(b.data(), E);
+        }
+        return out;
+    };
+    q_.assign(static_cast<std::size_t>(n_layer_), {});
+    k_.assign(static_cast<std::size_t>(n_layer_), {});
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    for (int l = 0; l < n_layer_; ++l) {
+        const Layer& L = layers_[static_cast<std::size_t>(l)];
+        const MatF h = layer_norm(x, L.ln1_w, L.ln1_b);
+        MatF qkv = h * MapM(L.attn_w.data(), E, 3 * E);
+        qkv.rowwise() += MapV(L.attn_b.data(), 3 * E);
+        const MatF q = qkv.leftCols(E), k = qkv.middleCols(E, E), v = qkv.rightCols(E);
+        q_[static_cast<std::size_t>(l)].assign(q.data(), q.data() + q.size());
+        k_[static_cast<std::size_t>(l)].assign(k.data(), k.data() + k.size());
+        MatF att_out(T, E);
+        for (Eigen::Index hd = 0; hd < n_head_; ++hd) {
+            MatF s = (q.middleCols(hd * hs, hs) * k.middleCols(hd * hs, hs).transpose()) * scale;
+            for (Eigen::Index i = 0; i < T; ++i) {
+                const float mx = s.row(i).head(i + 1).maxCoeff();
+                for (Eigen::Index j = 0; j < T; ++j) s(i, j) = j <= i ? std::exp(s(i, j) - mx) : 0.0f;
+                s.row(i) /= s.row(i).sum();
+            }
+            att_out.middleCols(hd * hs, hs) = s * v.middleCols(hd * hs, hs);
+        }
+        MatF proj = att_out * MapM(L.proj_w.data(), E, E);
+        proj.rowwise() += MapV(L.proj_b.data(), E);
+        x += proj;
+        const MatF h2 = layer_norm(x, L.ln2_w, L.ln2_b);
+        MatF f = h2 * MapM(L.fc_w.data(), E, inner_);
+        f.rowwise() += MapV(L.fc_b.data(), inner_);
+        const float c0 = std::sqrt(2.0f / static_cast<float>(M_PI));
+        f = f.unaryExpr([c0](float z) { return 0.5f * z * (1.0f + std::tanh(c0 * (z + 0.044715f * z * z * z))); });
+        MatF m = f * MapM(L.fc2_w.data(), inner_, E);
+        m.rowwise() += MapV(L.fc2_b.data(), E);
+        x += m;
+    }
+    const MatF last = layer_norm(x.bottomRows(1), lnf_w_, lnf_b_);
+    const Eigen::RowVectorXf logits = last * MapM(wte_.data(), vocab_, E).transpose();
+    return std::vector<float>(logits.data(), logits.data() + logits.size());
+}
+
+}  // namespace rankcert::producer
