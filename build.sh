@@ -21,10 +21,16 @@ PACKAGES=(
   libopenblas-dev liblapacke-dev         # producer only: fast matrix products, LAPACK SVD
   python3-mpmath                         # tests only: the independent re-checker (tools/recheck/)
 )
+# Installed by `./build.sh test` only: the Python package's tests (tests/python/).
+TEST_PACKAGES=(
+  python3-numpy python3-torch            # NumPy/PyTorch route in (python/rankcert), optional for users
+)
 
 install_deps() {
   local missing=()
-  for p in "${PACKAGES[@]}"; do
+  local wanted=("${PACKAGES[@]}")
+  [ "${1:-verify}" = test ] && wanted+=("${TEST_PACKAGES[@]}")
+  for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -42,7 +48,7 @@ build() {
   ninja -C build
 }
 
-install_deps
+install_deps "${1:-verify}"
 build
 case "${1:-verify}" in
   verify)

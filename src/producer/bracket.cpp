@@ -282,8 +282,8 @@ public:
         std::vector<json> winners;
         for (const json* c : {&st.trivial, &st.lower, &st.upper})
             if (!c->is_null()) winners.push_back(*c);
-        const fs::path path = fs::path(opt_.out_dir) / (opt_.stem + "-eps" + eps.text + ".json");
-        const fs::path tmp = fs::path(opt_.out_dir) / ("." + opt_.stem + "-eps" + eps.text + ".json.tmp");
+        const fs::path path = fs::path(opt_.out_dir) / (opt_.stem + "-eps" + eps.file_text() + ".json");
+        const fs::path tmp = fs::path(opt_.out_dir) / ("." + opt_.stem + "-eps" + eps.file_text() + ".json.tmp");
         scratch_.insert(tmp);
         {
             std::ofstream out(tmp);
@@ -425,7 +425,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         return true;
     };
     auto offer_factor = [&](std::size_t a, FactorCandidate fc) {
-        const std::string eps_stem = opt.stem + "-eps" + opt.eps[a].text;
+        const std::string eps_stem = opt.stem + "-eps" + opt.eps[a].file_text();
         compact_factor(A, fc, target_of(a));
         if (opt.half && !is_float16(fc.U) && fc.k > 0 && !total.expired()) {
             // Float16 rounding moves a row error by about 0.3% of eps: a few
@@ -449,7 +449,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     for (std::size_t a = 0; a < E && !total.stopped(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         const EpsValue& eps = opt.eps[a];
-        const std::string eps_stem = opt.stem + "-eps" + eps.text;
+        const std::string eps_stem = opt.stem + "-eps" + eps.file_text();
         EpsState& st = states[a];
         st.U = full;
         if (eps.approx < row_mass) {
@@ -496,7 +496,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     for (std::size_t a = 0; a < E && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         const EpsValue& eps = opt.eps[a];
-        const std::string eps_stem = opt.stem + "-eps" + eps.text;
+        const std::string eps_stem = opt.stem + "-eps" + eps.file_text();
         EpsState& st = states[a];
         if (!(eps.approx < row_mass) || st.L >= st.U) continue;
         const std::uint64_t before = st.L;
@@ -577,7 +577,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             for (const auto& s : {seed, std::vector<std::size_t>{}}) {
                 RowInterpCandidate gi = greedy.greedy_row_interpolative(target_of(a), s);
                 if (!std::isfinite(gi.float_error) || gi.rows.size() >= st.U) continue;
-                const std::string eps_stem = opt.stem + "-eps" + opt.eps[a].text;
+                const std::string eps_stem = opt.stem + "-eps" + opt.eps[a].file_text();
                 json cj = row_interp_json(gi, opt.out_dir, run.fresh(eps_stem, "ri" + std::to_string(gi.rows.size())));
                 better = offer_upper(a, cj, gi.rows.size(), "row_interpolative") || better;
             }

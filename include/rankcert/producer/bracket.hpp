@@ -13,6 +13,13 @@ namespace rankcert::producer {
 
 struct EpsValue {
     std::string text;  // as given ("0.1")
+    // text fit for a file name ("1/2" -> "1_2")
+    std::string file_text() const {
+        std::string s = text;
+        for (char& c : s)
+            if (c == '/') c = '_';
+        return s;
+    }
     Rat exact;
     double approx = 0;
 };

@@ -1,0 +1,411 @@
+"""Tests of the Python package (python/rankcert) and of the routes in from
+NumPy, PyTorch and HuggingFace-layout checkpoints.
+
+Run: RANKCERT=build/rankcert PYTHONPATH=python /usr/bin/python3 -m unittest tests/python/test_package.py
+Tests that need torch are skipped with a message when it is absent
+(./build.sh test installs Debian's python3-torch).  numpy is required.
+"""
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+
+import rankcert  # noqa: E402
+from rankcert import llama2c  # noqa: E402
+
+try:
+    import torch
+    from rankcert.models import Llama, Llama2Tokenizer
+except ImportError:  # pragma: no cover
+    torch = None
+
+CKPT = os.path.join(ROOT, "data", "stories260K", "stories260K.bin")
+TOK = os.path.join(ROOT, "data", "stories260K", "tok512.bin")
+LONG = os.path.join(ROOT, "certificates", "real", "texts", "long.txt")
+needs_torch = unittest.skipIf(torch is None, "python3-torch is not installed (apt-get install python3-torch; ./build.sh test installs it)")
+
+
+def rc(*args, ok=(0,)):
+    p = subprocess.run([rankcert.executable()] + [str(a) for a in args], capture_output=True, text=True)
+    if p.returncode not in ok:
+        raise AssertionError(f"rankcert {' '.join(map(str, args))}: exit {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def long_text():
+    with open(LONG) as f:
+        return f.read().rstrip("\n")
+
+
+def sidecar_hashes(folder):
+    """instance file -> (q sha256, k sha256) of every instance in a folder."""
+    out = {}
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".json"):
+            with open(os.path.join(folder, f)) as fh:
+                inst = json.load(fh)["instance"]
+            out[f] = (inst["q"]["sha256"], inst["k"]["sha256"])
+    return out
+
+
+def softmax64(q, k, hs, causal=True):
+    s = (q.astype(np.float64) @ k.astype(np.float64).T) / np.sqrt(hs)
+    if causal:
+        n, N = s.shape
+        s = np.where(np.tril(np.ones((n, N), dtype=bool), N - n), s, -np.inf)
+    s = s - s.max(axis=1, keepdims=True)
+    e = np.exp(s)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+class InstanceTests(unittest.TestCase):
+    def test_arrays_of_every_float_dtype_are_kept_bit_exact_and_bracketed(self):
+        rng = np.random.default_rng(1)
+        with tempfile.TemporaryDirectory() as d:
+            for dt in (np.float16, np.float32, np.float64):
+                q = rng.standard_normal((12, 4)).astype(dt)
+                k = rng.standard_normal((12, 4)).astype(dt)
+                p = rankcert.instance(os.path.join(d, f"h-{np.dtype(dt).name}.json"), q=q, k=k, scale=0.5, mask="causal",
+                                      provenance={"test": "dtype"})
+                with open(p) as f:
+                    doc = json.load(f)
+                self.assertEqual(doc["instance"]["scale"], "0x1.0000000000000p-1")
+                back = np.load(os.path.join(d, doc["instance"]["q"]["npy"]))
+                self.assertEqual(back.dtype, np.dtype(dt))
+                self.assertEqual(back.tobytes(), q.tobytes())
+                res = rankcert.bracket(p, eps=[0.1, 0.2], out=os.path.join(d, "out"), time_budget=5)
+                self.assertEqual([r["verdict"] for r in res], ["verified", "verified"])
+                for r in res:
+                    self.assertLessEqual(r["lower"], r["upper"])
+                    v = rankcert.verify(r["bundle"])
+                    self.assertEqual(v["verdict"], "verified")
+                    self.assertEqual((v["lower"], v["upper"]), (r["lower"], r["upper"]))
+
+    def test_known_answer_identity_matrix(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = rankcert.instance(os.path.join(d, "eye.json"), matrix=np.eye(6))
+            (r,) = rankcert.bracket(p, eps="1/2", out=d, time_budget=5)
+            # ||I - B||_row-l1 <= 1/2 forces rank 6 (diagonal dominance), and I itself has rank 6.
+            self.assertEqual((r["lower"], r["upper"], r["closed"]), (6, 6, True))
+
+    def test_bad_inputs_are_refused_naming_the_field(self):
+        with tempfile.TemporaryDirectory() as d:
+            q = np.ones((3, 2), dtype=np.float32)
+            bad = q.copy()
+            bad[1, 1] = np.nan
+            with self.assertRaisesRegex(ValueError, r"^q: non-finite entry at \(1, 1\)"):
+                rankcert.instance(os.path.join(d, "a.json"), q=bad, k=q, scale=1)
+            with self.assertRaisesRegex(ValueError, "^k: expected 2 axes"):
+                rankcert.instance(os.path.join(d, "a.json"), q=q, k=np.ones(3), scale=1)
+            with self.assertRaisesRegex(ValueError, "^scale: inf is not finite"):
+                rankcert.instance(os.path.join(d, "a.json"), q=q, k=q, scale=float("inf"))
+            with self.assertRaisesRegex(ValueError, "exactly one of"):
+                rankcert.instance(os.path.join(d, "a.json"), q=q, k=q, scale=1, logits=q)
+            with self.assertRaisesRegex(rankcert.RankcertError, "no such file|cannot open"):
+                rankcert.verify(os.path.join(d, "missing.json"))
+
+    def test_logits_with_minus_inf_and_boolean_mask(self):
+        rng = np.random.default_rng(2)
+        s = rng.standard_normal((8, 8))
+        s[np.triu_indices(8, 1)] = -np.inf
+        with tempfile.TemporaryDirectory() as d:
+            p = rankcert.instance(os.path.join(d, "s.json"), logits=s)
+            (r,) = rankcert.bracket(p, eps=0.1, out=d, time_budget=5)
+            self.assertEqual(r["verdict"], "verified")
+            m = np.tril(np.ones((8, 8), dtype=bool))
+            q, k = rng.standard_normal((8, 3)), rng.standard_normal((8, 3))
+            p1 = rankcert.instance(os.path.join(d, "m.json"), q=q, k=k, scale="1/2", mask=m)
+            p2 = rankcert.instance(os.path.join(d, "c.json"), q=q, k=k, scale="1/2", mask="causal")
+            r1 = rankcert.bracket(p1, eps=0.1, out=os.path.join(d, "o1"), time_budget=5)[0]
+            r2 = rankcert.bracket(p2, eps=0.1, out=os.path.join(d, "o2"), time_budget=5)[0]
+            self.assertEqual(r1["verdict"], "verified")
+            self.assertEqual(r2["verdict"], "verified")
+
+
+class SelectorTests(unittest.TestCase):
+    def test_stacked_tensor_selectors_cut_the_same_bits(self):
+        rng = np.random.default_rng(3)
+        Q = rng.standard_normal((2, 3, 10, 4)).astype(np.float32)
+        K = rng.standard_normal((2, 3, 10, 4)).astype(np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            np.save(os.path.join(d, "Q.npy"), Q)
+            rankcert.write_safetensors(os.path.join(d, "K.safetensors"), {"keys": K})
+            rc("bracket", "--q", os.path.join(d, "Q.npy") + "[1,2]", "--k", os.path.join(d, "K.safetensors") + ":keys[1,2]",
+               "--scale", "1/2", "--mask", "causal", "--eps", "0.1", "--out", os.path.join(d, "o"), "--time-budget", "5", "-q")
+            with open(os.path.join(d, "o", "Q-1-2-eps0.1.json")) as f:
+                inst = json.load(f)["instance"]
+            self.assertEqual(np.load(os.path.join(d, "o", inst["q"]["npy"])).tobytes(), Q[1, 2].tobytes())
+            self.assertEqual(np.load(os.path.join(d, "o", inst["k"]["npy"])).tobytes(), K[1, 2].tobytes())
+            p = rc("bracket", "--q", os.path.join(d, "Q.npy") + "[2,0]", "--k", os.path.join(d, "Q.npy") + "[0,0]",
+                   "--scale", "1", "--out", d, ok=(3,))
+            self.assertRegex(p.stderr, r"Q\.npy: index 2 out of range on axis 0 \(shape \[2, 3, 10, 4\]\)")
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+            p = rc("bracket", "--q", os.path.join(d, "Q.npy") + "[1]", "--k", os.path.join(d, "Q.npy") + "[0,0]",
+                   "--scale", "1", "--out", d, ok=(3,))
+            self.assertIn("leaves 3 axes", p.stderr)
+            p = rc("bracket", "--q", os.path.join(d, "Q.npy") + "[a]", "--k", os.path.join(d, "Q.npy") + "[0,0]",
+                   "--scale", "1", "--out", d, ok=(3,))
+            self.assertIn("is not an index", p.stderr)
+
+
+class HuggingFaceLayoutTests(unittest.TestCase):
+    def test_llama_hf_layout_gives_byte_identical_qk(self):
+        with tempfile.TemporaryDirectory() as d:
+            llama2c.export_hf(CKPT, os.path.join(d, "hf"))
+            rc("extract", "--checkpoint", CKPT, "--tokenizer", TOK, "--text-file", LONG, "--out", os.path.join(d, "a"), "--name", "long")
+            rc("extract", "--hf", os.path.join(d, "hf"), "--tokenizer", TOK, "--text-file", LONG, "--out", os.path.join(d, "b"),
+               "--name", "long")
+            a, b = sidecar_hashes(os.path.join(d, "a")), sidecar_hashes(os.path.join(d, "b"))
+            self.assertEqual(len(a), 40)
+            self.assertEqual(a, b)
+            # The permutation matters: without undoing it the queries differ.
+            with open(os.path.join(d, "hf", "config.json")) as f:
+                cfg = json.load(f)
+            cfg["model_type"] = "mistral"
+            with open(os.path.join(d, "hf", "config.json"), "w") as f:
+                json.dump(cfg, f)
+            p = rc("extract", "--hf", os.path.join(d, "hf"), "--tokens", "1,2", "--out", d, ok=(3,))
+            self.assertIn("model_type", p.stderr)
+
+    def test_gpt2_layout_matches_a_direct_computation(self):
+        rng = np.random.default_rng(4)
+        E, H, L, V, P, T = 16, 4, 2, 50, 32, 20
+        w = {"wte.weight": rng.standard_normal((V, E)), "wpe.weight": 0.1 * rng.standard_normal((P, E)),
+             "ln_f.weight": 1 + 0.1 * rng.standard_normal(E), "ln_f.bias": 0.1 * rng.standard_normal(E)}
+        for l in range(L):
+            p = f"h.{l}."
+            w.update({p + "ln_1.weight": 1 + 0.1 * rng.standard_normal(E), p + "ln_1.bias": 0.1 * rng.standard_normal(E),
+                      p + "attn.c_attn.weight": 0.3 * rng.standard_normal((E, 3 * E)), p + "attn.c_attn.bias": 0.1 * rng.standard_normal(3 * E),
+                      p + "attn.c_proj.weight": 0.3 * rng.standard_normal((E, E)), p + "attn.c_proj.bias": 0.1 * rng.standard_normal(E),
+                      p + "ln_2.weight": 1 + 0.1 * rng.standard_normal(E), p + "ln_2.bias": 0.1 * rng.standard_normal(E),
+                      p + "mlp.c_fc.weight": 0.3 * rng.standard_normal((E, 4 * E)), p + "mlp.c_fc.bias": 0.1 * rng.standard_normal(4 * E),
+                      p + "mlp.c_proj.weight": 0.3 * rng.standard_normal((4 * E, E)), p + "mlp.c_proj.bias": 0.1 * rng.standard_normal(E)})
+        w = {k: v.astype(np.float32) for k, v in w.items()}
+        tokens = rng.integers(0, V, T)
+        # Direct float64 computation of GPT-2's q and k (HF GPT2Model semantics).
+        def ln(x, g, b):
+            m = x.mean(-1, keepdims=True)
+            return (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+        x = w["wte.weight"][tokens].astype(np.float64) + w["wpe.weight"][:T]
+        want = []
+        for l in range(L):
+            p = f"h.{l}."
+            qkv = ln(x, w[p + "ln_1.weight"], w[p + "ln_1.bias"]) @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+            q, k, v = qkv[:, :E], qkv[:, E:2 * E], qkv[:, 2 * E:]
+            want.append((q, k))
+            hs = E // H
+            a = np.concatenate([softmax64(q[:, h * hs:(h + 1) * hs], k[:, h * hs:(h + 1) * hs], hs) @ v[:, h * hs:(h + 1) * hs]
+                                for h in range(H)], axis=1)
+            x = x + a @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+            f = ln(x, w[p + "ln_2.weight"], w[p + "ln_2.bias"]) @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"]
+            f = 0.5 * f * (1 + np.tanh(np.sqrt(2 / np.pi) * (f + 0.044715 * f ** 3)))
+            x = x + f @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+        with tempfile.TemporaryDirectory() as d:
+            hf = os.path.join(d, "gpt2")
+            os.makedirs(hf)
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump({"model_type": "gpt2", "n_embd": E, "n_head": H, "n_layer": L, "n_positions": P, "vocab_size": V,
+                           "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"}, f)
+            rankcert.write_safetensors(os.path.join(hf, "model.safetensors"), {"transformer." + k: v for k, v in w.items()})
+            rc("extract", "--hf", hf, "--tokens", ",".join(map(str, tokens)), "--out", os.path.join(d, "out"), "--name", "g")
+            hs = E // H
+            for l in range(L):
+                for h in range(H):
+                    with open(os.path.join(d, "out", f"g-L{l}-H{h}.json")) as f:
+                        doc = json.load(f)
+                    self.assertEqual(doc["instance"]["scale"], {"rsqrt": hs})
+                    self.assertEqual(doc["provenance"]["token_ids"], [int(t) for t in tokens])
+                    q = np.load(os.path.join(d, "out", doc["instance"]["q"]["npy"]))
+                    k = np.load(os.path.join(d, "out", doc["instance"]["k"]["npy"]))
+                    np.testing.assert_allclose(q, want[l][0][:, h * hs:(h + 1) * hs], rtol=1e-4, atol=1e-4)
+                    np.testing.assert_allclose(k, want[l][1][:, h * hs:(h + 1) * hs], rtol=1e-4, atol=1e-4)
+            p = rc("extract", "--hf", hf, "--tokens", "1,2,99", "--out", d, ok=(3,))
+            self.assertIn("outside the vocabulary", p.stderr)
+            p = rc("extract", "--hf", hf, "--text", "hello", "--out", d, ok=(3,))
+            self.assertIn("needs --tokens", p.stderr)
+
+
+@needs_torch
+class TorchTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tok = Llama2Tokenizer(TOK, 512)
+        cls.exact = Llama.from_llama2c(CKPT, exact=True)
+
+    def test_torch_llama_reproduces_the_cpp_greedy_continuation(self):
+        want = rc("extract", "--checkpoint", CKPT, "--tokenizer", TOK, "--generate", "Once upon a time", "--steps", "40").stdout
+        got = self.tok.decode(self.exact.generate(self.tok.encode("Once upon a time"), 40))
+        self.assertEqual(got + "\n", want)
+
+    def test_captured_qk_have_the_instance_hashes_of_rankcert_extract(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc("extract", "--checkpoint", CKPT, "--tokenizer", TOK, "--text-file", LONG, "--out", os.path.join(d, "cpp"), "--name", "long")
+            t0 = time.time()
+            with torch.no_grad(), rankcert.capture_llama(self.exact) as cap:
+                self.exact(torch.tensor([self.tok.encode(long_text())]))
+            paths = cap.write(os.path.join(d, "py"), name="long", provenance={"text": long_text()})
+            sys.stderr.write(f"[python capture of 40 heads, 94 tokens: {time.time() - t0:.2f}s] ")
+            self.assertEqual(len(paths), 40)
+            self.assertEqual(sidecar_hashes(os.path.join(d, "cpp")), sidecar_hashes(os.path.join(d, "py")))
+            # torch's own softmax of the captured tensors against a float64 softmax of the instance's exact numbers.
+            rec = cap.layers[2]
+            q, k = rec["q"][0, 5], rec["k"][0, 5 // 2]   # stories260K: 8 query heads, 4 key heads
+            n = q.shape[0]
+            mask = torch.ones(n, n, dtype=torch.bool).tril()
+            att = torch.softmax(((q @ k.T) / 8 ** 0.5).masked_fill(~mask, float("-inf")), dim=-1).numpy()
+            with open(os.path.join(d, "py", "long-L2-H5.json")) as f:
+                inst = json.load(f)["instance"]
+            exact = softmax64(np.load(os.path.join(d, "py", inst["q"]["npy"])), np.load(os.path.join(d, "py", inst["k"]["npy"])), 8)
+            self.assertLess(np.abs(att - exact).sum(axis=1).max(), 1e-5)
+
+    def test_hf_style_rope_on_hf_weights_gives_the_same_attention(self):
+        with tempfile.TemporaryDirectory() as d:
+            llama2c.export_hf(CKPT, os.path.join(d, "hf"))
+            hf = Llama.from_hf(os.path.join(d, "hf"))
+            plain = Llama.from_llama2c(CKPT)
+            ids = torch.tensor([self.tok.encode(long_text())])
+            with torch.no_grad():
+                with rankcert.capture_llama(hf) as a:
+                    la = hf(ids)
+                with rankcert.capture_llama(plain) as b:
+                    lb = plain(ids)
+            self.assertLess(float((la - lb).abs().max()), 1e-3)
+            for l in range(5):
+                qa, ka = a.layers[l]["q"][0], a.layers[l]["k"][0].repeat_interleave(2, dim=0)
+                qb, kb = b.layers[l]["q"][0], b.layers[l]["k"][0].repeat_interleave(2, dim=0)
+                # Same logits (up to float error), different coordinates: the HF heads are a permutation.
+                self.assertLess(float((qa @ ka.transpose(-1, -2) - qb @ kb.transpose(-1, -2)).abs().max()), 1e-3)
+                self.assertGreater(float((qa - qb).abs().max()), 1e-2)
+
+    def test_capture_through_a_module_level_apply_rotary_pos_emb(self):
+        import types
+        mod = types.ModuleType("fake_hf_llama")
+        src = '''
+import torch
+def rotate_half(x):
+    h = x.shape[-1] // 2
+    return torch.cat((-x[..., h:], x[..., :h]), dim=-1)
+def apply_rotary_pos_emb(q, k, cos, sin):
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+class Attn(torch.nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.h, self.hs = heads, dim // heads
+        self.q_proj = torch.nn.Linear(dim, dim, bias=False)
+        self.k_proj = torch.nn.Linear(dim, dim, bias=False)
+        self.scaling = self.hs ** -0.5
+    def forward(self, x):
+        B, T, _ = x.shape
+        q = self.q_proj(x).view(B, T, self.h, self.hs).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.h, self.hs).transpose(1, 2)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hs, 2).float() / self.hs))
+        f = torch.outer(torch.arange(T).float(), inv)
+        emb = torch.cat((f, f), dim=-1)
+        q, k = apply_rotary_pos_emb(q, k, emb.cos(), emb.sin())
+        s = (q @ k.transpose(-1, -2)) * self.scaling
+        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        self.last_weights = torch.softmax(s, dim=-1)
+        return self.last_weights
+'''
+        exec(compile(src, "fake_hf_llama", "exec"), mod.__dict__)
+        sys.modules["fake_hf_llama"] = mod
+        try:
+            torch.manual_seed(0)
+            m = torch.nn.Sequential(mod.Attn(16, 2), )
+            x = torch.randn(1, 12, 16)
+            with torch.no_grad(), rankcert.capture_llama(m) as cap:
+                m(x)
+            self.assertIs(mod.apply_rotary_pos_emb.__name__, "apply_rotary_pos_emb")
+            with tempfile.TemporaryDirectory() as d:
+                cap.write(d, name="f")
+                for h in range(2):
+                    with open(os.path.join(d, f"f-L0-H{h}.json")) as f:
+                        inst = json.load(f)["instance"]
+                    self.assertEqual(inst["scale"], {"rsqrt": 8})
+                    exact = softmax64(np.load(os.path.join(d, inst["q"]["npy"])), np.load(os.path.join(d, inst["k"]["npy"])), 8)
+                    self.assertLess(np.abs(m[0].last_weights[0, h].numpy() - exact).sum(axis=1).max(), 1e-5)
+        finally:
+            del sys.modules["fake_hf_llama"]
+
+    def test_multihead_attention_capture_agrees_with_torch_weights_and_brackets(self):
+        torch.manual_seed(1)
+        E, H, T = 32, 4, 24
+        for batch_first in (False, True):
+            mha = torch.nn.MultiheadAttention(E, H, batch_first=batch_first)
+            model = torch.nn.Sequential()
+            model.add_module("attn", mha)
+            x = torch.randn((2, T, E) if batch_first else (T, 2, E))
+            causal = torch.ones(T, T, dtype=torch.bool).triu(1)   # torch: True = masked
+            with torch.no_grad(), rankcert.capture_mha(model) as cap:
+                _, weights = mha(x, x, x, attn_mask=causal, need_weights=True, average_attn_weights=False)
+            self.assertEqual(cap.layers[0]["mask"], "causal")
+            with tempfile.TemporaryDirectory() as d:
+                paths = cap.write(d, name="mha")
+                self.assertEqual(len(paths), 2 * H)
+                for b in range(2):
+                    for h in range(H):
+                        with open(os.path.join(d, f"mha-b{b}-L0-H{h}.json")) as f:
+                            inst = json.load(f)["instance"]
+                        exact = softmax64(np.load(os.path.join(d, inst["q"]["npy"])), np.load(os.path.join(d, inst["k"]["npy"])), E // H)
+                        self.assertLess(np.abs(weights[b, h].numpy() - exact).sum(axis=1).max(), 1e-5)
+                res = rankcert.bracket(paths[0], eps=0.1, out=os.path.join(d, "out"), time_budget=5)
+                self.assertEqual(res[0]["verdict"], "verified")
+                self.assertEqual(rankcert.verify(res[0]["bundle"])["verdict"], "verified")
+        # A key padding mask becomes an explicit boolean mask.
+        pad = torch.zeros(2, T, dtype=torch.bool)
+        pad[1, -3:] = True
+        with torch.no_grad(), rankcert.capture_mha(model) as cap:
+            mha(x, x, x, key_padding_mask=pad)
+        m = cap.layers[0]["mask"]
+        self.assertTrue(bool(m[0].all()))
+        self.assertFalse(bool(m[1][:, -3:].any()))
+
+    def test_bfloat16_tensors_are_kept_bit_exact(self):
+        torch.manual_seed(2)
+        q = torch.randn(10, 4).to(torch.bfloat16)
+        k = torch.randn(10, 4).to(torch.bfloat16)
+        with tempfile.TemporaryDirectory() as d:
+            p = rankcert.instance(os.path.join(d, "bf.json"), q=q, k=k, scale=rankcert.rsqrt(4), mask="causal")
+            with open(p) as f:
+                inst = json.load(f)["instance"]
+            self.assertIn("safetensors", inst["q"])
+            back = rankcert.read_safetensors(os.path.join(d, inst["q"]["safetensors"]))["q"]
+            self.assertTrue(np.array_equal(back, q.float().numpy()))
+            (r,) = rankcert.bracket(p, eps=0.1, out=d, time_budget=5)
+            self.assertEqual(r["verdict"], "verified")
+
+
+class ReadmeExampleTests(unittest.TestCase):
+    @needs_torch
+    def test_the_readme_python_example_runs_as_written(self):
+        with open(os.path.join(ROOT, "README.md")) as f:
+            readme = f.read()
+        m = re.search(r"<!-- python-example -->\s*```python\n(.*?)```", readme, re.S)
+        self.assertIsNotNone(m, "README.md has no python example block")
+        with tempfile.TemporaryDirectory() as d:
+            # A scratch copy of the layout the example expects (python/, data/), so it writes nothing into the tree.
+            for sub in ("python", "data"):
+                os.symlink(os.path.join(ROOT, sub), os.path.join(d, sub))
+            p = subprocess.run([sys.executable, "-c", m.group(1)], cwd=d, capture_output=True, text=True, timeout=600)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.strip().splitlines()
+            self.assertEqual(len(lines), 2, p.stdout)
+            for line in lines:
+                self.assertTrue(line.endswith("verified"), line)
+            self.assertTrue(os.path.exists(os.path.join(d, "example", "bundles", "lily-L0-H0-eps0.1.json")))
+
+
+if __name__ == "__main__":
+    unittest.main()
