@@ -40,7 +40,7 @@ int bracket_main(int argc, char** argv) {
     slong max_prec = PrecisionLadder::default_max_bits;
     unsigned threads = 0;
     app.add_option("--instance", instance, "Bundle or bundle-style instance JSON (its sidecars are copied)");
-    app.add_option("--q", q, "Queries: Q.npy, F.npz:NAME or F.safetensors:NAME");
+    app.add_option("--q", q, "Queries: Q.npy, F.npz:NAME or F.safetensors:NAME; a trailing [i,j] selects a slice of a stacked tensor (F.npy[0,3]: batch 0, head 3)");
     app.add_option("--k", k, "Keys (same forms)");
     app.add_option("--scale", scale, "Logit scale: a number (1/8, 0.125) or rsqrt:D for 1/sqrt(D)");
     app.add_option("--mask", mask, "none, causal, or a boolean tensor");
