@@ -24,6 +24,8 @@ PACKAGES=(
 # Installed by `./build.sh test` only: the Python package's tests (tests/python/).
 TEST_PACKAGES=(
   python3-numpy python3-torch            # NumPy/PyTorch route in (python/rankcert), optional for users
+  chromium-headless-shell                # the audit report opened in a headless browser
+  python3-jsonschema                     # audit.json checked against docs/schema/
 )
 
 install_deps() {

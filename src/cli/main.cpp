@@ -351,7 +351,8 @@ int exec_producer(int argc, char** argv) {
 int main(int argc, char** argv) {
     flint_set_abort(on_flint_abort);
     if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract" ||
-                     std::string(argv[1]) == "construct" || std::string(argv[1]) == "profile"))
+                     std::string(argv[1]) == "construct" || std::string(argv[1]) == "profile" ||
+                     std::string(argv[1]) == "audit" || std::string(argv[1]) == "report"))
         return exec_producer(argc, argv);
     try {
         CLI::App app{"rankcert: a proof checker for the low-rank complexity of softmax attention.\n"
@@ -384,8 +385,12 @@ int main(int argc, char** argv) {
                            "Intrinsic interaction geometry of a head with certified enclosures "
                            "(untrusted producer; see rankcert profile --help)");
         app.add_subcommand("extract",
-                           "Run a llama2.c checkpoint over a text and write every head's Q, K as instances "
-                           "(untrusted producer; see rankcert extract --help)");
+                           "Run a llama2.c checkpoint or a HuggingFace folder over a text and write every head's Q, K "
+                           "as instances (untrusted producer; see rankcert extract --help)");
+        app.add_subcommand("audit",
+                           "Decide a table of rank claims (confirmed / refuted / open) with verified certificates "
+                           "(untrusted producer; see rankcert audit --help)");
+        app.add_subcommand("report", "One self-contained HTML page for an audit (see rankcert report --help)");
 
         std::string show_path;
         auto* show_cmd = app.add_subcommand("show", "Print back what was parsed from a bundle (shapes, eps, certificates)");

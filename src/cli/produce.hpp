@@ -1,6 +1,7 @@
 // Shared pieces of the rankcert-produce commands (src/cli/produce_*.cpp).
 #pragma once
 
+#include "rankcert/producer/audit.hpp"
 #include "rankcert/producer/bracket.hpp"
 #include "rankcert/producer/construct.hpp"
 #include "rankcert/producer/hf.hpp"
@@ -9,6 +10,7 @@
 #include "rankcert/producer/tensor.hpp"
 #include "rankcert/exit.hpp"
 #include "rankcert/profile.hpp"
+#include "rankcert/result.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -45,5 +47,7 @@ int bracket_main(int argc, char** argv);
 int extract_main(int argc, char** argv);
 int construct_main(int argc, char** argv);
 int profile_main(int argc, char** argv);
+int audit_main(int argc, char** argv);
+int report_main(int argc, char** argv);
 
 }  // namespace rankcert::cli

@@ -4,7 +4,8 @@
 //   rankcert extract ...   run a llama2.c checkpoint over a text and write
 //                          every head's post-RoPE Q, K as instances (produce_extract.cpp);
 //   rankcert construct ... exact sharp-exponent families and certified sweeps (produce_construct.cpp);
-//   rankcert profile ...   the intrinsic interaction geometry (produce_profile.cpp).
+//   rankcert profile ...   the intrinsic interaction geometry (produce_profile.cpp);
+//   rankcert audit ...     decide a table of rank claims; rankcert report: its HTML page (produce_audit.cpp).
 //
 // This program links the untrusted producer (Eigen, GLPK) next to the trusted
 // checker; `rankcert` itself never does.  Every bundle written here is
@@ -33,6 +34,8 @@ int main(int argc, char** argv) {
     if (cmd == "construct") return rankcert::cli::construct_main(argc - 1, argv + 1);
     if (cmd == "bracket") return rankcert::cli::bracket_main(argc - 1, argv + 1);
     if (cmd == "extract") return rankcert::cli::extract_main(argc - 1, argv + 1);
-    std::cerr << "usage: rankcert-produce bracket|extract|construct|profile ... (normally run as rankcert <command>)\n";
+    if (cmd == "audit") return rankcert::cli::audit_main(argc - 1, argv + 1);
+    if (cmd == "report") return rankcert::cli::report_main(argc - 1, argv + 1);
+    std::cerr << "usage: rankcert-produce bracket|extract|construct|profile|audit|report ... (normally run as rankcert <command>)\n";
     return 3;
 }

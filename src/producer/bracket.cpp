@@ -305,6 +305,7 @@ public:
         st.published = true;
         published_[eps.text] = winners;
         collect_garbage();
+        if (opt_.on_publish) opt_.on_publish(eps.text, r.lower, r.upper);
     }
 
     // Remove every file this run created that no published bundle refers to.

@@ -53,6 +53,10 @@ struct BracketOptions {
     // Greedy row-interpolative search only up to this many entries n N.
     std::uint64_t interpolative_max_entries = 160 * 160;
     std::function<void(const std::string&)> progress;
+    // Called after every published bundle with its eps and certified [L, U]
+    // (the checker's numbers).  `rankcert audit` uses it to stop a search as
+    // soon as the claim it tests is decided (by setting *stop).
+    std::function<void(const std::string& eps, std::uint64_t lower, std::uint64_t upper)> on_publish;
 };
 
 // 20 s per eps at 512 x 512, growing like sqrt(n N), at most 450 s.

@@ -1,0 +1,66 @@
+// `rankcert audit`: decide a table of published rank claims with certificates
+// (UNTRUSTED orchestration; every verdict rests on bundles the checker
+// verified).  docs/audit.md describes the claims file and the results.
+#pragma once
+
+#include "rankcert/input.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rankcert::producer {
+
+// One row of a claims file: its fields as text, its 1-based row number (the
+// line of a JSON Lines file, the data row of a CSV), and a parse error if
+// the row itself is malformed.
+struct ClaimRow {
+    std::size_t row = 0;
+    std::string id;
+    std::map<std::string, std::string> f;
+    std::string error;
+};
+
+// Read a claims file: JSON Lines (.jsonl, .json) or CSV with a header row.
+// A file-level problem throws InputError; a bad row is kept with its error.
+std::vector<ClaimRow> read_claims(const std::string& path);
+
+// "rank <= 12", "<= 12", ">= 5", "= 7", "[5, 12]": the claimed interval.
+struct Claim {
+    std::optional<std::uint64_t> lower, upper;
+    std::string text;
+};
+Claim parse_claim(const std::string& text);  // throws InputError("claim: ...")
+
+// confirmed when [L, U] lies inside the claim, refuted when it misses it,
+// open otherwise.
+std::string decide_claim(const Claim& c, std::uint64_t L, std::uint64_t U);
+// Decided as far as an anytime search is concerned (confirmed or refuted).
+inline bool decided(const std::string& verdict) { return verdict == "confirmed" || verdict == "refuted"; }
+
+struct AuditOptions {
+    std::string claims_path;   // for relative paths in the claims
+    std::string out_dir;
+    double time_budget = 0;    // per claim (0: bracket's default)
+    unsigned threads = 1;      // checker threads per claim
+    std::atomic<bool>* stop = nullptr;  // set by a signal: stop the current claim, do not record it
+    std::function<void(const std::string&)> progress;
+};
+
+// Decide one claim and return its result record (docs/audit.md); writes the
+// claim's instance, bundles and witness under out_dir/claims/<id>/.
+json run_claim(const ClaimRow& row, const AuditOptions& opt);
+
+// Every result under dir/results/, in row order, as one rankcert-result/1
+// audit document (also written to dir/audit.json by the callers).
+json collect_audit(const std::string& dir, const std::string& tool_version);
+
+// The self-contained HTML report of an audit document (dir: where its
+// bundles live, for the heatmaps; report_dir: where the page goes, for links).
+std::string audit_report_html(const json& audit, const std::string& dir, const std::string& report_dir);
+
+}  // namespace rankcert::producer

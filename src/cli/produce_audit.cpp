@@ -1,0 +1,278 @@
+// rankcert audit / rankcert report (rankcert-produce); see docs/audit.md.
+#include "produce.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+
+namespace rankcert::cli {
+
+namespace {
+
+std::atomic<bool> g_halt{false}, g_interrupted{false};
+
+extern "C" void on_audit_signal(int sig) {
+    g_interrupted.store(true);
+    g_halt.store(true);
+    std::signal(sig, SIG_DFL);
+}
+
+void write_atomic(const fs::path& path, const std::string& text) {
+    const fs::path tmp = path.parent_path() / ("." + path.filename().string() + ".tmp");
+    {
+        std::ofstream out(tmp);
+        out << text;
+        if (!out) throw std::runtime_error("cannot write " + tmp.string());
+    }
+    fs::rename(tmp, path);
+}
+
+json read_json(const fs::path& p) {
+    std::ifstream in(p);
+    try {
+        return json::parse(in);
+    } catch (const json::exception&) {
+        return json();
+    }
+}
+
+std::string summary_line(const json& counts) {
+    return std::to_string(counts.value("confirmed", 0)) + " confirmed, " + std::to_string(counts.value("refuted", 0)) +
+           " refuted, " + std::to_string(counts.value("open", 0)) + " open, " + std::to_string(counts.value("error", 0)) + " errors";
+}
+
+int merge_main(int argc, char** argv) {
+    CLI::App app{"rankcert audit merge: join the results of audit shards (folders) into one audit folder.",
+                 "rankcert audit merge"};
+    std::vector<std::string> sources;
+    std::string out;
+    app.add_option("sources", sources, "Audit folders written by rankcert audit (e.g. one per shard)")->required();
+    app.add_option("-o,--out", out, "Merged audit folder (may be one of the sources)")->required();
+    return run_command(app, argc, argv, "rankcert audit merge", [&]() -> int {
+        fs::create_directories(fs::path(out) / "results");
+        fs::create_directories(fs::path(out) / "claims");
+        int copied = 0;
+        for (const auto& src : sources) {
+            const fs::path rd = fs::path(src) / "results";
+            if (!fs::is_directory(rd)) throw InputError(src + ": not an audit folder (no results/)");
+            std::error_code ec;
+            if (fs::equivalent(src, out, ec)) continue;
+            for (const auto& e : fs::directory_iterator(rd)) {
+                if (e.path().extension() != ".json" || e.path().filename().string()[0] == '.') continue;
+                const json r = read_json(e.path());
+                if (r.is_null() || !r.contains("id")) throw InputError(e.path().string() + ": not a claim result");
+                const std::string id = r["id"];
+                const fs::path dst = fs::path(out) / "results" / e.path().filename();
+                if (fs::exists(dst)) {
+                    const json old = read_json(dst);
+                    if (old.value("verdict", "") != r.value("verdict", "") || old.value("lower", 0) != r.value("lower", 0) ||
+                        old.value("upper", 0) != r.value("upper", 0))
+                        throw InputError(e.path().string() + ": claim " + id + " has a different result in " + dst.string());
+                    continue;
+                }
+                if (fs::exists(fs::path(src) / "claims" / id))
+                    fs::copy(fs::path(src) / "claims" / id, fs::path(out) / "claims" / id,
+                             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+                write_atomic(dst, r.dump(1) + "\n");
+                ++copied;
+            }
+        }
+        const json doc = collect_audit(out, RANKCERT_VERSION);
+        write_atomic(fs::path(out) / "audit.json", dump_document(doc, 1) + "\n");
+        std::cout << "merged " << copied << " results from " << sources.size() << " folders; "
+                  << doc["counts"].value("total", 0) << " claims: " << summary_line(doc["counts"]) << "; "
+                  << (fs::path(out) / "audit.json").string() << "\n";
+        return 0;
+    });
+}
+
+}  // namespace
+
+int audit_main(int argc, char** argv) {
+    if (argc > 1 && std::string(argv[1]) == "merge") return merge_main(argc - 1, argv + 1);
+    CLI::App app{"rankcert audit: decide every claim of a claims file (CSV or JSON Lines; docs/audit.md) as confirmed, "
+                 "refuted or open, each from bundles the checker verified.  Resumable: a rerun skips claims already "
+                 "decided.  `rankcert audit merge -o DIR SHARD...` joins shard folders.",
+                 "rankcert audit"};
+    std::string claims, out, shard;
+    unsigned jobs = 1;
+    double budget = 0;
+    bool quiet = false, verbose = false;
+    app.add_option("claims", claims, "Claims file (.csv, or .jsonl: one JSON object per line)")->required();
+    app.add_option("-o,--out", out, "Audit folder (results/, claims/, audit.json)")->required();
+    app.add_option("--jobs", jobs, "Claims decided in parallel (processes; default 1)")->check(CLI::Range(1, 256));
+    app.add_option("--shard", shard,
+                   "Only claims i, i+n, i+2n, ... (0-based i/n); default from SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN "
+                   "and SLURM_ARRAY_TASK_COUNT when set");
+    app.add_option("--time-budget", budget,
+                   "Seconds of search per claim that stays open (default: rankcert bracket's default for one eps)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("-q,--quiet", quiet, "Only the summary line");
+    app.add_flag("-v,--verbose", verbose, "The search's progress lines too");
+    return run_command(app, argc, argv, "rankcert audit", [&]() -> int {
+        const auto start = std::chrono::steady_clock::now();
+        std::size_t si = 0, sn = 1;
+        if (shard.empty() && std::getenv("SLURM_ARRAY_TASK_ID") && std::getenv("SLURM_ARRAY_TASK_COUNT")) {
+            const long id = std::atol(std::getenv("SLURM_ARRAY_TASK_ID")), count = std::atol(std::getenv("SLURM_ARRAY_TASK_COUNT"));
+            const long min = std::getenv("SLURM_ARRAY_TASK_MIN") ? std::atol(std::getenv("SLURM_ARRAY_TASK_MIN")) : 0;
+            if (count < 1 || id - min < 0 || id - min >= count) throw InputError("SLURM_ARRAY_TASK_*: inconsistent array task numbers");
+            si = static_cast<std::size_t>(id - min);
+            sn = static_cast<std::size_t>(count);
+        } else if (!shard.empty()) {
+            const auto slash = shard.find('/');
+            try {
+                if (slash == std::string::npos) throw std::invalid_argument("");
+                si = std::stoul(shard.substr(0, slash));
+                sn = std::stoul(shard.substr(slash + 1));
+            } catch (const std::exception&) {
+                throw InputError("--shard: \"" + shard + "\" is not i/n");
+            }
+            if (sn == 0 || si >= sn) throw InputError("--shard: need 0 <= i < n, found " + shard);
+        }
+        const auto rows = read_claims(claims);
+        const fs::path rdir = fs::path(out) / "results";
+        fs::create_directories(rdir);
+        std::vector<std::size_t> todo;
+        std::size_t skipped = 0;
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+            if (i % sn != si) continue;
+            const fs::path rp = rdir / (rows[i].id + ".json");
+            if (fs::exists(rp)) {
+                const json old = read_json(rp);
+                if (!old.is_null() && old.value("verdict", "error") != "error") {
+                    ++skipped;
+                    continue;
+                }
+                fs::remove(rp);
+            }
+            todo.push_back(i);
+        }
+        if (!quiet)
+            std::cerr << "rankcert audit: " << rows.size() << " claims in " << claims << "; this run: " << todo.size()
+                      << (sn > 1 ? " (shard " + std::to_string(si) + "/" + std::to_string(sn) + ")" : std::string())
+                      << (skipped ? ", " + std::to_string(skipped) + " already decided" : std::string()) << "\n";
+        AuditOptions opt;
+        opt.claims_path = claims;
+        opt.out_dir = out;
+        opt.time_budget = budget;
+        opt.threads = jobs > 1 ? 1 : 0;
+        opt.stop = &g_halt;
+        if (verbose) opt.progress = [](const std::string& s) { std::cerr << "  " << s << "\n"; };
+        std::signal(SIGINT, on_audit_signal);
+        std::signal(SIGTERM, on_audit_signal);
+        auto decide = [&](std::size_t i) {
+            g_halt.store(g_interrupted.load());
+            if (g_interrupted.load()) return;
+            json r = run_claim(rows[i], opt);
+            if (g_interrupted.load()) return;  // stopped mid-claim: leave it for the next run
+            if (r["verdict"] == "error") std::cerr << claims << ":" << rows[i].row << ": " << r.value("error", "") << "\n";
+            write_atomic(rdir / (rows[i].id + ".json"), r.dump(1) + "\n");
+        };
+        // Progress: counts of the results this run wrote, and the time per claim.
+        std::size_t shown = 0;
+        json counts = {{"confirmed", 0}, {"refuted", 0}, {"open", 0}, {"error", 0}};
+        std::set<std::size_t> seen;
+        auto poll = [&](bool final) {
+            for (std::size_t i : todo) {
+                if (seen.count(i) || !fs::exists(rdir / (rows[i].id + ".json"))) continue;
+                const json r = read_json(rdir / (rows[i].id + ".json"));
+                seen.insert(i);
+                const std::string v = r.value("verdict", "error");
+                counts[v] = counts.value(v, 0) + 1;
+            }
+            if (quiet || (seen.size() == shown && !(final && isatty(STDERR_FILENO)))) return;
+            shown = seen.size();
+            const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            std::ostringstream line;
+            line << "[" << seen.size() << "/" << todo.size() << "] " << summary_line(counts) << "; "
+                 << std::fixed << std::setprecision(1) << (seen.empty() ? 0.0 : t / static_cast<double>(seen.size()))
+                 << " s per claim, " << t << " s";
+            if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << line.str() << (final ? "\n" : "") << std::flush;
+            else std::cerr << line.str() << "\n";
+        };
+        if (jobs <= 1 || todo.size() <= 1) {
+            for (std::size_t i : todo) {
+                decide(i);
+                poll(false);
+                if (g_interrupted.load()) break;
+            }
+        } else {
+            // Worker processes take the next claim from a shared counter.
+            void* mem = mmap(nullptr, sizeof(std::atomic<std::size_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+            if (mem == MAP_FAILED) throw std::runtime_error("mmap failed");
+            auto* next = new (mem) std::atomic<std::size_t>(0);
+            static_assert(std::atomic<std::size_t>::is_always_lock_free);
+            std::cout.flush();
+            std::cerr.flush();
+            std::vector<pid_t> kids;
+            for (unsigned j = 0; j < std::min<std::size_t>(jobs, todo.size()); ++j) {
+                const pid_t pid = fork();
+                if (pid < 0) throw std::runtime_error("fork failed");
+                if (pid == 0) {
+                    int rc = 0;
+                    try {
+                        for (std::size_t k; (k = next->fetch_add(1)) < todo.size() && !g_interrupted.load();) decide(todo[k]);
+                    } catch (const std::exception& e) {
+                        std::cerr << "rankcert audit: worker: " << e.what() << "\n";
+                        rc = 4;
+                    }
+                    std::cerr.flush();
+                    _exit(rc);
+                }
+                kids.push_back(pid);
+            }
+            int worst = 0;
+            for (std::size_t alive = kids.size(); alive > 0;) {
+                int status = 0;
+                const pid_t p = waitpid(-1, &status, WNOHANG);
+                if (p > 0) {
+                    --alive;
+                    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) worst = 4;
+                } else if (p < 0 && errno != EINTR) {
+                    break;
+                } else {
+                    poll(false);
+                    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+                }
+            }
+            munmap(mem, sizeof(std::atomic<std::size_t>));
+            if (worst) throw std::runtime_error("a worker process failed (see above)");
+        }
+        poll(true);
+        const json doc = collect_audit(out, RANKCERT_VERSION);
+        write_atomic(fs::path(out) / "audit.json", dump_document(doc, 1) + "\n");
+        const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::cout << doc["counts"].value("total", 0) << " claims: " << summary_line(doc["counts"]) << "; " << std::fixed
+                  << std::setprecision(1) << t << " s; " << (fs::path(out) / "audit.json").string() << "\n";
+        if (g_interrupted.load()) {
+            std::cerr << "rankcert audit: stopped by a signal; rerun the same command to decide the remaining claims\n";
+            return exit_undecided;
+        }
+        return doc["counts"].value("error", 0) > 0 ? exit_input : exit_verified;
+    });
+}
+
+int report_main(int argc, char** argv) {
+    CLI::App app{"rankcert report: one self-contained HTML page (inline SVG, no outside resources) for an audit folder: "
+                 "the verdict table with filters, certified L and U against eps per head with the claims, heatmaps.",
+                 "rankcert report"};
+    std::string dir, out;
+    app.add_option("dir", dir, "Audit folder (written by rankcert audit)")->required();
+    app.add_option("-o,--out", out, "HTML file (default DIR/report.html)");
+    return run_command(app, argc, argv, "rankcert report", [&]() -> int {
+        if (!fs::is_directory(fs::path(dir) / "results")) throw InputError(dir + ": not an audit folder (no results/)");
+        if (out.empty()) out = (fs::path(dir) / "report.html").string();
+        const json doc = collect_audit(dir, RANKCERT_VERSION);
+        write_atomic(fs::path(dir) / "audit.json", dump_document(doc, 1) + "\n");
+        const fs::path op = fs::absolute(out);
+        fs::create_directories(op.parent_path());
+        write_atomic(op, audit_report_html(doc, dir, op.parent_path().string()));
+        std::cout << "wrote " << out << " (" << doc["counts"].value("total", 0) << " claims: " << summary_line(doc["counts"]) << ")\n";
+        return 0;
+    });
+}
+
+}  // namespace rankcert::cli

@@ -1,0 +1,456 @@
+// `rankcert audit` (UNTRUSTED orchestration); see audit.hpp and docs/audit.md.
+#include "rankcert/producer/audit.hpp"
+
+#include "rankcert/bundle.hpp"
+#include "rankcert/check.hpp"
+#include "rankcert/producer/bracket.hpp"
+#include "rankcert/producer/llama2.hpp"
+#include "rankcert/result.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+
+namespace rankcert::producer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path + ": cannot open file");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string trim(std::string s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    std::size_t a = 0;
+    while (a < s.size() && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+    return s.substr(a);
+}
+
+// Printable, one line, at most 80 characters: for echoing input in messages.
+std::string shown(const std::string& s) {
+    std::string out;
+    for (unsigned char c : s) {
+        if (out.size() >= 80) return out + "...";
+        out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
+    }
+    return out;
+}
+
+// RFC 4180 records: fields separated by commas, optionally double-quoted
+// ("" inside quotes is a quote).  Returns the records with their first line.
+std::vector<std::pair<std::size_t, std::vector<std::string>>> csv_records(const std::string& text, const std::string& file) {
+    std::vector<std::pair<std::size_t, std::vector<std::string>>> out;
+    std::vector<std::string> rec;
+    std::string field;
+    bool quoted = false, any = false;
+    std::size_t line = 1, start = 1;
+    for (std::size_t i = 0; i <= text.size(); ++i) {
+        const char c = i < text.size() ? text[i] : '\n';
+        if (quoted) {
+            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
+            else if (c == '"') quoted = false;
+            else {
+                if (c == '\n') ++line;
+                field += c;
+            }
+            if (i == text.size()) throw InputError(file + ":" + std::to_string(start) + ": unterminated quoted field");
+            continue;
+        }
+        if (c == '"' && trim(field).empty()) {
+            quoted = any = true;
+            field.clear();
+        } else if (c == ',') {
+            rec.push_back(trim(field));
+            field.clear();
+            any = true;
+        } else if (c == '\n') {
+            rec.push_back(trim(field));
+            field.clear();
+            if (any || !rec.back().empty()) out.emplace_back(start, rec);
+            rec.clear();
+            any = false;
+            start = ++line;
+        } else if (c != '\r') {
+            field += c;
+            any = true;
+        }
+    }
+    return out;
+}
+
+bool valid_id(const std::string& s) {
+    if (s.empty() || s.size() > 100 || s[0] == '.') return false;
+    for (unsigned char c : s)
+        if (!std::isalnum(c) && c != '.' && c != '_' && c != '-') return false;
+    return true;
+}
+
+std::uint64_t parse_count(const std::string& s, const std::string& what) {
+    const std::string t = trim(s);
+    if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos)
+        throw InputError(what + ": \"" + shown(t) + "\" is not a non-negative integer");
+    return std::stoull(t);
+}
+
+void copy_instance_sidecars(const json& inst, const fs::path& from, const fs::path& to) {
+    for (const char* key : {"q", "k", "key_bias", "mask", "logits", "a"}) {
+        if (!inst.contains(key) || !inst[key].is_object()) continue;
+        for (const char* f : {"npy", "safetensors"}) {
+            if (!inst[key].contains(f) || !inst[key][f].is_string()) continue;
+            const std::string rel = inst[key][f].get<std::string>();
+            if (fs::path(rel).is_absolute() || rel.find("..") != std::string::npos)
+                throw InputError(std::string("instance.") + key + ": sidecar path must stay inside the instance's folder");
+            const fs::path dst = to / rel;
+            fs::create_directories(dst.parent_path());
+            fs::copy_file(from / rel, dst, fs::copy_options::overwrite_existing);
+        }
+    }
+}
+
+// llama2.c models and their forward passes, kept for the claims that follow.
+struct ModelCache {
+    std::map<std::string, std::shared_ptr<Llama2Model>> models;
+    std::map<std::string, std::shared_ptr<Llama2Tokenizer>> tokenizers;
+    std::string last_key;
+    std::size_t last_T = 0;
+};
+ModelCache& model_cache() {
+    static ModelCache c;
+    return c;
+}
+
+// The instance of one head of a llama2.c model over a text (as rankcert extract writes it).
+json extract_instance(const std::map<std::string, std::string>& f, const fs::path& base, const fs::path& dir, const std::string& id) {
+    auto get = [&](const std::string& k) {
+        auto it = f.find(k);
+        if (it == f.end() || it->second.empty()) throw InputError(k + ": needed with checkpoint");
+        return it->second;
+    };
+    const std::string ck = (base / get("checkpoint")).string(), tk = (base / get("tokenizer")).string();
+    std::string text = f.count("text_file") && !f.at("text_file").empty() ? slurp((base / f.at("text_file")).string()) : get("text");
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+    auto& cache = model_cache();
+    if (!cache.models.count(ck)) cache.models[ck] = std::make_shared<Llama2Model>(ck);
+    Llama2Model& m = *cache.models[ck];
+    const auto& c = m.config();
+    if (!cache.tokenizers.count(tk)) cache.tokenizers[tk] = std::make_shared<Llama2Tokenizer>(tk, c.vocab_size);
+    const std::uint64_t layer = parse_count(get("layer"), "layer"), head = parse_count(get("head"), "head");
+    if (layer >= static_cast<std::uint64_t>(c.n_layers)) throw InputError("layer: " + std::to_string(layer) + " out of range (the model has " + std::to_string(c.n_layers) + ")");
+    if (head >= static_cast<std::uint64_t>(c.n_heads)) throw InputError("head: " + std::to_string(head) + " out of range (the model has " + std::to_string(c.n_heads) + ")");
+    const std::string key = ck + "\n" + text;
+    if (cache.last_key != key) {
+        const auto tokens = cache.tokenizers[tk]->encode(text);
+        if (tokens.size() > static_cast<std::size_t>(c.seq_len)) throw InputError("text: longer than the model's seq_len");
+        m.forward(tokens, true);
+        cache.last_key = key;
+        cache.last_T = tokens.size();
+    }
+    const std::size_t T = cache.last_T, hs = static_cast<std::size_t>(c.head_size());
+    const std::size_t g = static_cast<std::size_t>(head) / static_cast<std::size_t>(c.n_heads / c.n_kv_heads);
+    Mat Q(static_cast<Eigen::Index>(T), static_cast<Eigen::Index>(hs)), K(static_cast<Eigen::Index>(T), static_cast<Eigen::Index>(hs));
+    const auto& rq = m.recorded_q()[layer];
+    const auto& rk = m.recorded_k()[layer];
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t i = 0; i < hs; ++i) {
+            Q(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(i)) = rq[t * static_cast<std::size_t>(c.dim) + head * hs + i];
+            K(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(i)) = rk[t * static_cast<std::size_t>(c.kv_dim()) + g * hs + i];
+        }
+    return {{"kind", "qk"},
+            {"q", array_json(Q, dir.string(), id + ".q.npy", 0)},
+            {"k", array_json(K, dir.string(), id + ".k.npy", 0)},
+            {"scale", {{"rsqrt", hs}}},
+            {"mask", "causal"}};
+}
+
+// The instance a claim names, with its sidecars in dir.
+json claim_instance(const std::map<std::string, std::string>& f, const fs::path& base, const fs::path& dir, const std::string& id) {
+    auto has = [&](const std::string& k) { return f.count(k) && !f.at(k).empty(); };
+    const int sources = has("instance") + has("q") + has("logits") + has("matrix") + has("checkpoint");
+    if (sources != 1) throw InputError("give exactly one of instance, q (with k, scale), logits, matrix, checkpoint");
+    auto tensor = [&](const std::string& k, bool neg_inf = false) {
+        return read_tensor((base / f.at(k)).string(), neg_inf);
+    };
+    if (has("instance")) {
+        const fs::path p = base / f.at("instance");
+        json doc = read_document(p, p.string());
+        json inst = doc.contains("instance") ? doc["instance"] : doc;
+        if (!inst.is_object()) throw InputError(p.string() + ": no instance object");
+        copy_instance_sidecars(inst, p.parent_path(), dir);
+        return inst;
+    }
+    if (has("checkpoint")) return extract_instance(f, base, dir, id);
+    if (has("logits")) return {{"kind", "logits"}, {"logits", exact_array_json(tensor("logits", true), dir.string(), id + ".logits.npy")}};
+    if (has("matrix")) return {{"kind", "matrix"}, {"a", exact_array_json(tensor("matrix"), dir.string(), id + ".a.npy")}};
+    if (!has("k") || !has("scale")) throw InputError("q needs k and scale");
+    json inst = {{"kind", "qk"},
+                 {"q", exact_array_json(tensor("q"), dir.string(), id + ".q.npy")},
+                 {"k", exact_array_json(tensor("k"), dir.string(), id + ".k.npy")}};
+    const std::string sc = f.at("scale");
+    if (sc.rfind("rsqrt:", 0) == 0) inst["scale"] = {{"rsqrt", parse_count(sc.substr(6), "scale")}};
+    else inst["scale"] = sc;
+    if (has("temperature")) inst["temperature"] = f.at("temperature");
+    if (has("key_bias")) inst["key_bias"] = exact_array_json(tensor("key_bias"), dir.string(), id + ".key_bias.npy");
+    if (has("mask")) {
+        const std::string mk = f.at("mask");
+        if (mk == "none" || mk == "causal") inst["mask"] = mk;
+        else inst["mask"] = exact_array_json(tensor("mask"), dir.string(), id + ".mask.npy");
+    }
+    return inst;
+}
+
+std::string rel(const fs::path& p, const std::string& root) { return fs::relative(p, root).generic_string(); }
+
+}  // namespace
+
+std::vector<ClaimRow> read_claims(const std::string& path) {
+    const std::string text = slurp(path);
+    if (text.size() > (std::size_t{256} << 20)) throw InputError(path + ": claims file larger than 256 MiB");
+    const std::string ext = fs::path(path).extension().string();
+    std::vector<ClaimRow> rows;
+    if (ext == ".jsonl" || ext == ".json" || ext == ".ndjson") {
+        std::size_t line = 0, p = 0;
+        while (p < text.size()) {
+            std::size_t e = text.find('\n', p);
+            if (e == std::string::npos) e = text.size();
+            const std::string s = trim(text.substr(p, e - p));
+            ++line;
+            p = e + 1;
+            if (s.empty()) continue;
+            ClaimRow r;
+            r.row = line;
+            try {
+                const json j = json::parse(s);
+                if (!j.is_object()) throw InputError("not a JSON object");
+                for (auto it = j.begin(); it != j.end(); ++it) {
+                    if (it.value().is_string()) r.f[it.key()] = it.value().get<std::string>();
+                    else if (it.value().is_number() || it.value().is_boolean()) r.f[it.key()] = it.value().dump();
+                    else if (!it.value().is_null()) throw InputError(it.key() + ": must be a string or a number");
+                }
+            } catch (const json::exception&) {
+                r.error = "not valid JSON";
+            } catch (const InputError& e) {
+                r.error = e.what();
+            }
+            rows.push_back(std::move(r));
+        }
+    } else {
+        auto recs = csv_records(text, path);
+        if (recs.empty()) throw InputError(path + ": no header row");
+        std::vector<std::string> header = recs[0].second;
+        for (auto& h : header) std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
+        if (std::find(header.begin(), header.end(), "eps") == header.end() || std::find(header.begin(), header.end(), "claim") == header.end())
+            throw InputError(path + ": header: needs columns eps and claim (found " + shown(recs[0].second.empty() ? "" : recs[0].second[0]) + ", ...)");
+        for (std::size_t i = 1; i < recs.size(); ++i) {
+            ClaimRow r;
+            r.row = recs[i].first;
+            if (recs[i].second.size() != header.size())
+                r.error = std::to_string(recs[i].second.size()) + " fields, the header has " + std::to_string(header.size());
+            else
+                for (std::size_t c = 0; c < header.size(); ++c)
+                    if (!recs[i].second[c].empty()) r.f[header[c]] = recs[i].second[c];
+            rows.push_back(std::move(r));
+        }
+    }
+    std::set<std::string> seen;
+    for (auto& r : rows) {
+        r.id = r.f.count("id") ? r.f["id"] : "row" + std::to_string(r.row);
+        if (!valid_id(r.id)) {
+            if (r.error.empty()) r.error = "id: \"" + shown(r.id) + "\" must be 1-100 letters, digits, '.', '_' or '-'";
+            r.id = "row" + std::to_string(r.row);
+        }
+        if (!seen.insert(r.id).second) {
+            if (r.error.empty()) r.error = "id: \"" + r.id + "\" repeats an earlier row";
+            r.id = "row" + std::to_string(r.row) + "-dup";
+        }
+        if (r.error.empty()) {
+            if (!r.f.count("eps")) r.error = "eps: missing";
+            else if (!r.f.count("claim")) r.error = "claim: missing";
+        }
+    }
+    return rows;
+}
+
+Claim parse_claim(const std::string& text) {
+    Claim c;
+    c.text = trim(text);
+    std::string s = c.text;
+    for (const char* w : {"rank", "r_eps", "r"})
+        if (s.rfind(w, 0) == 0 && s.size() > std::strlen(w) && !std::isalnum(static_cast<unsigned char>(s[std::strlen(w)]))) {
+            s = trim(s.substr(std::strlen(w)));
+            break;
+        }
+    auto bad = [&]() { return InputError("claim: \"" + shown(c.text) + "\" is not one of <= k, >= k, = k, [a, b]"); };
+    if (s.empty()) throw bad();
+    if (s.front() == '[') {
+        const auto comma = s.find(',');
+        if (comma == std::string::npos || s.back() != ']') throw bad();
+        c.lower = parse_count(s.substr(1, comma - 1), "claim");
+        c.upper = parse_count(s.substr(comma + 1, s.size() - comma - 2), "claim");
+        if (*c.lower > *c.upper) throw InputError("claim: [" + std::to_string(*c.lower) + ", " + std::to_string(*c.upper) + "] is empty");
+        return c;
+    }
+    auto num = [&](std::size_t skip) {
+        const std::string t = trim(s.substr(skip));
+        if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos) throw bad();
+        return std::stoull(t);
+    };
+    if (s.rfind("<=", 0) == 0) c.upper = num(2);
+    else if (s.rfind("\xe2\x89\xa4", 0) == 0) c.upper = num(3);  // ≤
+    else if (s.rfind(">=", 0) == 0) c.lower = num(2);
+    else if (s.rfind("\xe2\x89\xa5", 0) == 0) c.lower = num(3);  // ≥
+    else if (s.rfind("==", 0) == 0) c.lower = c.upper = num(2);
+    else if (s.front() == '=') c.lower = c.upper = num(1);
+    else if (std::isdigit(static_cast<unsigned char>(s.front()))) c.lower = c.upper = num(0);
+    else throw bad();
+    return c;
+}
+
+std::string decide_claim(const Claim& c, std::uint64_t L, std::uint64_t U) {
+    const std::uint64_t lo = c.lower.value_or(0), hi = c.upper.value_or(UINT64_MAX);
+    if (L >= lo && U <= hi) return "confirmed";
+    if (U < lo || L > hi) return "refuted";
+    return "open";
+}
+
+json run_claim(const ClaimRow& row, const AuditOptions& opt) {
+    const auto start = std::chrono::steady_clock::now();
+    json r = {{"id", row.id}, {"line", row.row}};
+    for (const char* k : {"model", "layer", "head", "text", "label", "note", "eps", "claim"})
+        if (row.f.count(k)) r[k] = row.f.at(k);
+    auto say = [&](const std::string& s) {
+        if (opt.progress) opt.progress(row.id + ": " + s);
+    };
+    try {
+        if (!row.error.empty()) throw InputError(row.error);
+        const auto eps_list = parse_eps_list(row.f.at("eps"));
+        if (eps_list.size() != 1) throw InputError("eps: one value per claim");
+        const EpsValue& eps = eps_list[0];
+        const Claim claim = parse_claim(row.f.at("claim"));
+        r["claimed"] = {{"lower", claim.lower ? json(*claim.lower) : json(nullptr)},
+                        {"upper", claim.upper ? json(*claim.upper) : json(nullptr)}};
+        const fs::path dir = fs::path(opt.out_dir) / "claims" / row.id;
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+        fs::create_directories(dir);
+        const fs::path base = fs::path(opt.claims_path).parent_path();
+        const json inst = claim_instance(row.f, base, dir, row.id);
+        json prov = {{"audit_claim", row.id}, {"claims_file", fs::path(opt.claims_path).filename().string()}, {"line", row.row}};
+        for (const char* k : {"model", "layer", "head", "text", "note"})
+            if (row.f.count(k)) prov[k] = row.f.at(k);
+        CheckOptions check;
+        check.threads = opt.threads;
+        std::vector<json> hints;
+        std::optional<Report> given;
+        fs::path given_path;
+        if (row.f.count("u") || row.f.count("w")) {
+            if (!row.f.count("u") || !row.f.count("w")) throw InputError("u, w: give both factors of the claimant's U W^T");
+            const Matrix Ut = read_tensor((base / row.f.at("u")).string()), Wt = read_tensor((base / row.f.at("w")).string());
+            if (Ut.cols != Wt.cols) throw InputError("u, w: " + std::to_string(Ut.cols) + " and " + std::to_string(Wt.cols) + " columns");
+            json cert = {{"bound", "upper"}, {"kind", "factor"}, {"rank", Ut.cols},
+                         {"u", exact_array_json(Ut, dir.string(), row.id + ".given.u.npy")},
+                         {"w", exact_array_json(Wt, dir.string(), row.id + ".given.w.npy")},
+                         {"producer", {{"method", "claimant's factor, checked as given"}}}};
+            given_path = dir / (row.id + "-given.json");
+            std::ofstream(given_path) << json{{"format", "rankcert/1"}, {"instance", inst}, {"eps", eps.text},
+                                              {"certificates", json::array({cert})}, {"provenance", prov}}.dump(1) << "\n";
+            say("checking the given factor (rank " + std::to_string(Ut.cols) + ")");
+            Bundle gb = load_bundle(given_path, rel(given_path, opt.out_dir));
+            given = verify(gb, check);
+            r["given_factor"] = {{"rank", Ut.cols}, {"verdict", to_string(given->verdict)},
+                                 {"bundle", rel(given_path, opt.out_dir)}};
+            if (given->verdict == Verdict::verified) hints.push_back(cert);
+        }
+        fs::path bundle_path;
+        Report rep;
+        if (given && given->verdict == Verdict::verified && decide_claim(claim, 0, given->upper) == "confirmed") {
+            bundle_path = given_path;
+            rep = *given;
+            r["decided_by"] = "the given factor";
+        } else {
+            BracketOptions bo;
+            bo.eps = eps_list;
+            bo.out_dir = dir.string();
+            bo.stem = row.id;
+            bo.provenance = prov;
+            bo.check = check;
+            bo.hints = hints;
+            bo.time_budget = opt.time_budget;
+            bo.stop = opt.stop;
+            bo.progress = opt.progress ? [&](const std::string& s) { say(s); } : std::function<void(const std::string&)>();
+            bo.on_publish = [&](const std::string&, std::uint64_t L, std::uint64_t U) {
+                if (decided(decide_claim(claim, L, U)) && opt.stop) opt.stop->store(true);
+            };
+            const auto res = run_bracket(inst, bo);
+            if (res.empty()) throw InputError("no bundle was published (stopped before the first bracket)");
+            bundle_path = res[0].bundle_path;
+            r["decided_by"] = "certified bracket";
+        }
+        // The verdict rests on the checker's reading of the file, not on the producer's numbers.
+        const Bundle b = load_bundle(bundle_path, rel(bundle_path, opt.out_dir));
+        rep = verify(b, check);
+        if (rep.verdict != Verdict::verified) throw std::runtime_error(bundle_path.string() + ": bundle did not verify");
+        const fs::path wpath = fs::path(bundle_path).replace_extension(".witness.json");
+        std::ofstream(wpath) << dump_document(witness_json(b, rep, "audit"), 1) << "\n";
+        const std::string verdict = decide_claim(claim, rep.lower, rep.upper);
+        std::string reason;
+        const std::uint64_t lo = claim.lower.value_or(0), hi = claim.upper.value_or(UINT64_MAX);
+        if (verdict == "refuted")
+            reason = rep.lower > hi ? "certified lower bound " + std::to_string(rep.lower) + " > claimed " + std::to_string(hi)
+                                    : "certified upper bound " + std::to_string(rep.upper) + " < claimed " + std::to_string(lo);
+        else if (verdict == "confirmed")
+            reason = "certified [" + std::to_string(rep.lower) + ", " + std::to_string(rep.upper) + "] lies inside the claim";
+        else
+            reason = "certified [" + std::to_string(rep.lower) + ", " + std::to_string(rep.upper) + "] neither inside nor outside the claim";
+        std::string lower_kind = "-", upper_kind = "-";
+        for (const auto& c : rep.certificates) {
+            if (c.verdict != Verdict::verified) continue;
+            if (c.bound == Bound::upper && c.rank == rep.upper) upper_kind = to_string(c.kind);
+            if (c.bound == Bound::lower && c.rank == rep.lower) lower_kind = to_string(c.kind);
+        }
+        r.update({{"verdict", verdict}, {"reason", reason}, {"lower", rep.lower}, {"upper", rep.upper},
+                  {"closed", rep.lower == rep.upper}, {"lower_kind", lower_kind}, {"upper_kind", upper_kind},
+                  {"n", b.instance.n}, {"N", b.instance.N}, {"eps", eps.text},
+                  {"bundle", rel(bundle_path, opt.out_dir)}, {"witness", rel(wpath, opt.out_dir)},
+                  {"bundle_sha256", b.sha256}});
+    } catch (const InputError& e) {
+        std::string m = e.what();
+        for (char& c : m)
+            if (c == '\n' || c == '\r') c = ' ';
+        r["verdict"] = "error";
+        r["error"] = m;
+    }
+    r["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+}
+
+json collect_audit(const std::string& dir, const std::string& tool_version) {
+    std::vector<json> claims;
+    const fs::path rd = fs::path(dir) / "results";
+    if (fs::exists(rd))
+        for (const auto& e : fs::directory_iterator(rd)) {
+            if (e.path().extension() != ".json" || e.path().filename().string()[0] == '.') continue;
+            try {
+                claims.push_back(json::parse(slurp(e.path().string())));
+            } catch (const json::exception&) {
+                throw InputError(e.path().string() + ": not valid JSON (a damaged result; delete it and rerun the audit)");
+            }
+        }
+    std::sort(claims.begin(), claims.end(), [](const json& a, const json& b) {
+        return std::make_pair(a.value("line", 0), a.value("id", "")) < std::make_pair(b.value("line", 0), b.value("id", ""));
+    });
+    json counts = {{"confirmed", 0}, {"refuted", 0}, {"open", 0}, {"error", 0}};
+    for (const auto& c : claims) counts[c.value("verdict", "error")] = counts.value(c.value("verdict", "error"), 0) + 1;
+    counts["total"] = claims.size();
+    return {{"format", result_format}, {"tool", {{"name", "rankcert"}, {"version", tool_version}}}, {"kind", "audit"},
+            {"counts", counts}, {"claims", claims}};
+}
+
+}  // namespace rankcert::producer
