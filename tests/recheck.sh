@@ -69,3 +69,13 @@ tamper 'w["certificates"][0]["decisive"]["enclosure"] = ["5", "6"]' 1
 tamper 'w["upper"] = 3; w["certificates"] = w["certificates"]' 1
 tamper 'w["bundle"]["sha256"] = "0" * 64' 3
 echo "recheck: tampered bundle and witnesses flagged"
+
+# A small boundary mutation campaign (tools/mutation_campaign.py): eps 1e-8 ..
+# 1e-45 on either side of each certificate's decision boundary; no wrong verdict.
+if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
+  RANKCERT="$exe" $rc "$root/tools/mutation_campaign.py" --bases 12 --seed 7 --out "$tmp/mutants" > "$tmp/out" 2>&1 || {
+    echo "recheck: mutation campaign:"; cat "$tmp/out"; exit 1; }
+  grep "boundary mutants" "$tmp/out" | sed 's/^/recheck: /'
+else
+  echo "recheck: mutation campaign skipped (python3-numpy is not installed)"
+fi

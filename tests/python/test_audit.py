@@ -36,6 +36,11 @@ def run(*args, ok=(0,)):
     return p
 
 
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
 def write_claims(d):
     """Claims with answers known from mathematics, and one malformed row."""
     np.save(os.path.join(d, "eye.npy"), np.eye(8))
@@ -153,14 +158,14 @@ class AuditTests(unittest.TestCase):
             done = sorted(f for f in os.listdir(os.path.join(out, "results")) if not f.startswith("."))
             self.assertIn("h0.json", done)
             self.assertNotIn("h3.json", done)
-            before = {f: open(os.path.join(out, "results", f)).read() for f in done}
+            before = {f: read(os.path.join(out, "results", f)) for f in done}
             q = run("audit", claims, "-o", out, "--time-budget", "3")
             self.assertIn(f"{len(done)} already decided", q.stderr)
             self.assertEqual({c: v[0] for c, v in verdicts(out)[0].items()}, {f"h{h}": "open" for h in range(4)})
             v, doc = verdicts(out)
             self.assertEqual(sorted(v), ["h0", "h1", "h2", "h3"])
             for f, text in before.items():   # decided claims were not redone
-                self.assertEqual(open(os.path.join(out, "results", f)).read(), text)
+                self.assertEqual(read(os.path.join(out, "results", f)), text)
             for c in doc["claims"]:
                 self.assertEqual(rankcert.verify(os.path.join(out, c["bundle"]))["verdict"], "verified")
             # No scratch files from the killed run are left behind.
@@ -195,7 +200,8 @@ class AuditTests(unittest.TestCase):
             run("audit", claims, "-o", os.path.join(d, "out"), "--time-budget", "3", "-q", ok=(3,))
             page = os.path.join(d, "report.html")
             run("report", os.path.join(d, "out"), "-o", page)
-            html = open(page).read()
+            with open(page) as f:
+                html = f.read()
             self.assertNotRegex(html, r"<script[^>]+src=|<link[^>]+href=|https?://")   # self-contained
             flags = ["--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
             dom = subprocess.run([CHROMIUM] + flags + ["--dump-dom", "file://" + page], capture_output=True, text=True,
