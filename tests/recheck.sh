@@ -68,6 +68,37 @@ tamper 'w["certificates"][1]["verdict"] = "refuted"' 1
 tamper 'w["certificates"][0]["decisive"]["enclosure"] = ["5", "6"]' 1
 tamper 'w["upper"] = 3; w["certificates"] = w["certificates"]' 1
 tamper 'w["bundle"]["sha256"] = "0" * 64' 3
+# A witness that names a smaller row as the worst one, with that row's true
+# enclosure: consistent in itself, but its bound for every row is too low, and
+# the re-checker finds the row above it.
+$rc - "$b" "$tmp/w.json" "$tmp/bad.json" "$root/tools/recheck" <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[4])
+import recheck
+from mpmath import iv
+iv.dps = 30
+w = json.load(open(sys.argv[2]))
+doc = recheck.parse_json_exact(open(sys.argv[1]).read())
+import os
+arrays = recheck.Arrays(os.path.dirname(sys.argv[1]), w.get("sidecars", []))
+inst = recheck.Instance(doc["instance"], arrays)
+c = doc["certificates"][0]
+assert c["kind"] == "factor" and w["certificates"][0]["verdict"] == "verified"
+_, encl = recheck.recheck_certificate(inst, arrays, recheck.number(doc["eps"], "eps"), c, 0, lambda n: list(range(n)), w)
+rows = sorted(encl, key=lambda t: recheck.ends(encl[t])[0])
+low = rows[0]                       # the row with the smallest error
+lo, hi = recheck.ends(encl[low])
+d = w["certificates"][0]["decisive"]
+d["row"], d["enclosure"] = low, [f"{lo.numerator}/{lo.denominator}", f"{hi.numerator}/{hi.denominator}"]
+json.dump(w, open(sys.argv[3], "w"))
+PY
+set +e
+$rc "$rk" "$b" "$tmp/bad.json" > "$tmp/out" 2>&1
+got=$?
+set -e
+if [ "$got" != 1 ] || ! grep -q "lies above the witness's bound" "$tmp/out"; then
+  echo "recheck: a witness with a too-low bound for every row was not flagged (exit $got):"; cat "$tmp/out"; exit 1
+fi
 echo "recheck: tampered bundle and witnesses flagged"
 
 # A small boundary mutation campaign (tools/mutation_campaign.py): eps 1e-8 ..

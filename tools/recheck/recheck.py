@@ -435,6 +435,18 @@ def recheck(bundle_path, witness, dps, nrows, seed, all_below):
             if wh < ol or oh < wl:
                 overall = "disagree"
                 line += f"  <-- witness enclosure [{float(wl)}, {float(wh)}] misses [{float(ol)}, {float(oh)}]"
+        # A verified row-wise check: the decisive enclosure's upper end bounds
+        # every row's value (docs/format.md); each row re-checked here must lie
+        # at or below it.
+        if theirs == "verified" and key in ("enclosure", "delta") and decisive.get(key, ["-inf", "inf"])[1] != "inf":
+            bound = number(decisive[key][1], "witness")
+            above = [t for t, x in encl.items() if isinstance(t, int) and ends(x)[0] > bound]
+            if above:
+                overall = "disagree"
+                line += f"  <-- row {above[0]} lies above the witness's bound {float(bound)} for every row"
+            elif any(isinstance(t, int) for t in encl):
+                notes.append(f"cert[{idx}]: {sum(isinstance(t, int) for t in encl)} re-checked rows lie at or below "
+                             f"the witness's bound for every row")
         findings.append(line)
         if verdict == "verified" and c["bound"] == "upper":
             upper = min(upper, int(w["rank"]))
@@ -456,7 +468,10 @@ def main():
     ap.add_argument("--rows", type=int, default=24)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--all-rows-below", type=int, default=48)
+    ap.add_argument("--all", action="store_true", help="re-check every row (a full recomputation)")
     a = ap.parse_args()
+    if a.all:
+        a.all_rows_below = 1 << 62
     try:
         witness = json.load(open(a.witness))
         if witness.get("format") != "rankcert-witness/1":
