@@ -101,6 +101,59 @@ if [ "$got" != 1 ] || ! grep -q "lies above the witness's bound" "$tmp/out"; the
 fi
 echo "recheck: tampered bundle and witnesses flagged"
 
+# Profile and sandwich certificates (the rank-one interaction of
+# tests/test_profile.cpp): verified and refuted ones agree, a witness with a
+# wrong exact kappa bound is flagged.
+mkdir -p "$tmp/p"
+$rc - "$tmp/p" <<'PY'
+import json, sys
+from mpmath import mp
+mp.dps = 80
+d = sys.argv[1]
+dense = lambda r, c, v: {"shape": [r, c], "data": v}
+inst = {"kind": "qk", "q": dense(3, 1, [1, 0, -1]), "k": dense(3, 1, [2, 0, -2]), "scale": "1/2"}
+prof = {"bound": "profile", "kind": "profile", "r": 1, "x": dense(3, 1, [1, 0, -1]), "y": dense(3, 1, [1, 0, -1]),
+        "gauge": dense(1, 1, [1]), "lambda": {"shape": [3], "data": ["1/2", 0, "1/2"]},
+        "mu": {"shape": [3], "data": ["1/2", 0, "1/2"]}, "zu": dense(3, 1, [1, 0, -1]), "zv": dense(3, 1, [1, 0, -1]),
+        "z_norm_sq": "4.000001", "claims": {"q": [0, "0.001"], "tau": [0, "0.001"], "kappa": ["0.999", 1], "visible_dim": 1}}
+def bundle(name, eps, certs):
+    json.dump({"format": "rankcert/1", "instance": inst, "eps": eps, "certificates": certs}, open(f"{d}/{name}.json", "w"))
+bundle("profile-ok", "1/2", [prof])
+bad = json.loads(json.dumps(prof)); bad["claims"]["visible_dim"] = 2
+bundle("profile-dim", "1/2", [bad])
+bad = json.loads(json.dumps(prof)); bad["claims"]["kappa"] = [2, 3]
+bundle("profile-kappa", "1/2", [bad])
+S = [[1, 0, -1], [0, 0, 0], [-1, 0, 1]]
+A = [[mp.exp(v) / sum(mp.exp(u) for u in row) for v in row] for row in S]
+W = [mp.nstr(A[i][j], 70) for j in range(3) for i in range(3)]   # W = A^T, U = I: B = A to 1e-70
+sand = {"bound": "upper", "kind": "sandwich", "rank": 3, "r": 1, "x": dense(3, 1, [1, 0, -1]), "y": dense(3, 1, [1, 0, -1]),
+        "tau_star": "1e-9", "u": dense(3, 3, [1, 0, 0, 0, 1, 0, 0, 0, 1]), "w": dense(3, 3, W)}
+bundle("sandwich-ok", "1e-6", [sand])
+bad = json.loads(json.dumps(sand)); bad["w"]["data"][0] = "0.5"
+bundle("sandwich-w", "1e-6", [bad])
+PY
+for name in profile-ok:verified profile-dim:refuted profile-kappa:refuted sandwich-ok:verified sandwich-w:refuted; do
+  f=${name%%:*} want=${name##*:}
+  set +e
+  "$exe" verify --quiet --witness "$tmp/p/$f.w.json" "$tmp/p/$f.json" > /dev/null
+  set -e
+  grep -q "\"verdict\": \"$want\"" "$tmp/p/$f.w.json" || { echo "recheck: rankcert did not say $want on $f"; exit 1; }
+  $rc "$rk" "$tmp/p/$f.json" "$tmp/p/$f.w.json" > "$tmp/out" 2>&1 || { echo "recheck: no agreement on $f:"; cat "$tmp/out"; exit 1; }
+  grep -q "rankcert $want, re-check $want" "$tmp/out" || { echo "recheck: $f not re-checked as $want:"; cat "$tmp/out"; exit 1; }
+done
+$rc - "$tmp/p/profile-ok.w.json" <<'PY'
+import json, sys
+w = json.load(open(sys.argv[1]))
+w["certificates"][0]["decisive"]["kappa_gauge_sq"] = "1/2"
+json.dump(w, open(sys.argv[1], "w"))
+PY
+set +e
+$rc "$rk" "$tmp/p/profile-ok.json" "$tmp/p/profile-ok.w.json" > "$tmp/out" 2>&1
+got=$?
+set -e
+[ "$got" = 1 ] || { echo "recheck: a profile witness with a wrong kappa bound was not flagged (exit $got)"; cat "$tmp/out"; exit 1; }
+echo "recheck: profile and sandwich certificates re-checked (verified, refuted, tampered witness)"
+
 # A small boundary mutation campaign (tools/mutation_campaign.py): eps 1e-8 ..
 # 1e-45 on either side of each certificate's decision boundary; no wrong verdict.
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then

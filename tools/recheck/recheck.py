@@ -14,7 +14,13 @@ witness file, `rankcert verify --witness`):
              quantity (both contain the true value, so they must meet);
   disagree   some verdict, bracket or enclosure contradicts;
   undecided  it could not decide something rankcert decided (e.g. not enough
-             precision, or a kind it does not re-check: profile, sandwich).
+             precision).
+
+Every certificate kind is re-checked: factor, row_interpolative, neumann,
+tail, trivial, sandwich (both row inequalities through the Gibbs matrix of
+T) and profile (the exact gauge bound on kappa, the exact spectral-norm
+certificate of Z by LDL^T, the dual lower bound, q, tau, tau* and the exact
+visible dimension).
 
 Rows: all rows when n <= --all-rows-below (default 48); otherwise a random
 subset of --rows rows (default 24) chosen with --seed (default 0), plus the
@@ -243,29 +249,186 @@ class Instance:
     def softmax(self):
         return self.kind != "matrix"
 
+    def logits(self, i):
+        """Row i of the logits as intervals, None where masked (logits and qk instances)."""
+        if self.kind == "logits":
+            return [ivq(x) if ok else None for x, ok in zip(self.s[i], self.allowed[i])]
+        # The coefficient at the current precision (scale = q or 1/sqrt(q)).
+        if isinstance(self.scale, Fraction):
+            coef = ivq(self.scale * self.temp)
+        else:
+            coef = ivq(self.temp) / iv.sqrt(ivq(self.scale[1]))
+        out = []
+        for col in range(self.N):
+            if not self.allowed[i][col]:
+                out.append(None)
+                continue
+            dot = sum((a * b for a, b in zip(self.q[i], self.k[col])), Fraction(0))  # exact
+            out.append(coef * ivq(dot) + ivq(self.bias[col]))
+        return out
+
+    def coef(self):
+        if isinstance(self.scale, Fraction):
+            return ivq(self.scale * self.temp)
+        return ivq(self.temp) / iv.sqrt(ivq(self.scale[1]))
+
     def row(self, i):
         """Row i of A as intervals (exact Fractions for matrix instances)."""
         if self.kind == "matrix":
             return [ivq(x) for x in self.a[i]]
-        if self.kind == "logits":
-            logits = [ivq(x) if ok else None for x, ok in zip(self.s[i], self.allowed[i])]
+        return softmax(self.logits(i))
+
+
+def softmax(logits):
+    shift = max((float(x.mid) for x in logits if x is not None))
+    ex = [iv.exp(x - shift) if x is not None else None for x in logits]
+    z = sum((e for e in ex if e is not None), iv.mpf(0))
+    return [e / z if e is not None else iv.mpf(0) for e in ex]
+
+
+# ---- exact linear algebra (profile) ------------------------------------------------------
+
+def frac_inverse(M, r):
+    """Inverse of an r x r Fraction matrix (row-major list), or None when singular."""
+    a = [list(M[i * r:(i + 1) * r]) + [Fraction(int(i == j)) for j in range(r)] for i in range(r)]
+    for c in range(r):
+        piv = next((i for i in range(c, r) if a[i][c] != 0), None)
+        if piv is None:
+            return None
+        a[c], a[piv] = a[piv], a[c]
+        inv = 1 / a[c][c]
+        a[c] = [x * inv for x in a[c]]
+        for i in range(r):
+            if i != c and a[i][c] != 0:
+                f = a[i][c]
+                a[i] = [x - f * y for x, y in zip(a[i], a[c])]
+    return [a[i][r + j] for i in range(r) for j in range(r)]
+
+
+def frac_rank(M, rows, cols):
+    a = [list(M[i * cols:(i + 1) * cols]) for i in range(rows)]
+    rank, c = 0, 0
+    for c in range(cols):
+        piv = next((i for i in range(rank, rows) if a[i][c] != 0), None)
+        if piv is None:
+            continue
+        a[rank], a[piv] = a[piv], a[rank]
+        for i in range(rank + 1, rows):
+            if a[i][c] != 0:
+                f = a[i][c] / a[rank][c]
+                a[i] = [x - f * y for x, y in zip(a[i], a[rank])]
+        rank += 1
+    return rank
+
+
+def frac_mul(A, B, a, b, c):
+    return [sum((A[i * b + k] * B[k * c + j] for k in range(b)), Fraction(0)) for i in range(a) for j in range(c)]
+
+
+def frac_t(A, a, b):
+    return [A[i * b + j] for j in range(b) for i in range(a)]
+
+
+def frac_pd(H, s):
+    """Exact LDL^T without pivoting: True when every pivot is positive (H positive definite)."""
+    H = [list(H[i * s:(i + 1) * s]) for i in range(s)]
+    for q in range(s):
+        for l in range(q):
+            H[q][q] -= H[q][l] * H[q][l] * H[l][l]
+        if H[q][q] <= 0:
+            return False
+        for i in range(q + 1, s):
+            for l in range(q):
+                H[i][q] -= H[i][l] * H[q][l] * H[l][l]
+            H[i][q] /= H[q][q]
+    return True
+
+
+def centred(M, rows, cols):
+    """Subtract each column's mean (Fractions, row-major lists of rows)."""
+    means = [sum((M[i][c] for i in range(rows)), Fraction(0)) / rows for c in range(cols)]
+    return [[M[i][c] - means[c] for c in range(cols)] for i in range(rows)]
+
+
+class Interaction:
+    """Rows of the residual C - T (C the double-centred interaction, T = X Y^T)
+    and of the Gibbs matrix of T: A~_i = softmax(log A_i - (C - T)_i)."""
+
+    def __init__(self, inst, X, Y, r):
+        self.inst, self.X, self.Y, self.r = inst, X, Y, r
+        n, N = inst.n, inst.N
+        if inst.kind == "qk":
+            d = len(inst.q[0])
+            self.Qc, self.Kc = centred(inst.q, n, d), centred(inst.k, N, d)
+        elif inst.kind == "logits":
+            S = inst.s
+            rm = [sum(row, Fraction(0)) / N for row in S]
+            cm = [sum((S[i][j] for i in range(n)), Fraction(0)) / n for j in range(N)]
+            al = sum(rm, Fraction(0)) / n
+            self.C = [[S[i][j] - rm[i] - cm[j] + al for j in range(N)] for i in range(n)]
         else:
-            # The coefficient at the current precision (scale = q or 1/sqrt(q)).
-            if isinstance(self.scale, Fraction):
-                coef = ivq(self.scale * self.temp)
+            self.logA = [[iv.log(ivq(x)) for x in row] for row in inst.a]
+            rm = [sum(row, iv.mpf(0)) / N for row in self.logA]
+            cm = [sum((self.logA[i][j] for i in range(n)), iv.mpf(0)) / n for j in range(N)]
+            al = sum(rm, iv.mpf(0)) / n
+            self.Lg = [[self.logA[i][j] - rm[i] - cm[j] + al for j in range(N)] for i in range(n)]
+
+    def residual(self, i):
+        inst, r = self.inst, self.r
+        out = []
+        coef = inst.coef() if inst.kind == "qk" else None
+        for j in range(inst.N):
+            if inst.kind == "qk":
+                c = coef * ivq(sum((a * b for a, b in zip(self.Qc[i], self.Kc[j])), Fraction(0)))
+            elif inst.kind == "logits":
+                c = ivq(self.C[i][j])
             else:
-                coef = ivq(self.temp) / iv.sqrt(ivq(self.scale[1]))
-            logits = []
-            for col in range(self.N):
-                if not self.allowed[i][col]:
-                    logits.append(None)
-                    continue
-                dot = sum((a * b for a, b in zip(self.q[i], self.k[col])), Fraction(0))  # exact
-                logits.append(coef * ivq(dot) + ivq(self.bias[col]))
-        shift = max((float(x.mid) for x in logits if x is not None))
-        ex = [iv.exp(x - shift) if x is not None else None for x in logits]
-        z = sum((e for e in ex if e is not None), iv.mpf(0))
-        return [e / z if e is not None else iv.mpf(0) for e in ex]
+                c = self.Lg[i][j]
+            t = sum((self.X[i * r + u] * self.Y[j * r + u] for u in range(r)), Fraction(0))
+            out.append(c - ivq(t))
+        return out
+
+    def gibbs(self, i, R):
+        inst = self.inst
+        if inst.kind == "matrix":
+            A = [ivq(x) for x in inst.a[i]]
+            At = softmax([self.logA[i][j] - R[j] for j in range(inst.N)])
+        else:
+            lg = inst.logits(i)
+            A = softmax(lg)
+            At = softmax([x - R[j] for j, x in enumerate(lg)])
+        return A, At
+
+
+def itanh(x):
+    """tanh on an interval: increasing, so the hull of its values at the two ends."""
+    lo = 1 - 2 / (iv.exp(2 * x.a) + 1)
+    hi = 1 - 2 / (iv.exp(2 * x.b) + 1)
+    return iv.mpf([lo.a, hi.b])
+
+
+def imax2(x, y):
+    """An interval holding max(a, b) for every a in x, b in y."""
+    return iv.mpf([x.a if x.a >= y.a else y.a, x.b if x.b >= y.b else y.b])
+
+
+def imin2(x, y):
+    return iv.mpf([x.a if x.a <= y.a else y.a, x.b if x.b <= y.b else y.b])
+
+
+def within(x, lo, hi):
+    a, b = ends(x)
+    return "verified" if lo <= a and b <= hi else "refuted" if b < lo or a > hi else "undecided"
+
+
+def ge(x, t):
+    a, b = ends(x)
+    return "verified" if a >= t else "refuted" if b < t else "undecided"
+
+
+def interval_claim(cl, key):
+    v = cl[key]
+    return number(v[0], "claims." + key), number(v[1], "claims." + key)
 
 
 # ---- certificates --------------------------------------------------------------------
@@ -375,6 +538,127 @@ def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
                     H[i][q] -= H[i][l] * H[q][l] * H[l][l]
                 H[i][q] /= H[q][q]
         return combine([gt(frob, thr), psd]), {"frobenius_sq": frob}
+    if kind == "sandwich":
+        r = int(c["r"])
+        _, _, X = dense(arrays, c["x"], where + ".x")
+        _, _, Y = dense(arrays, c["y"], where + ".y")
+        n, k, U = dense(arrays, c["u"], where + ".u")
+        _, _, W = dense(arrays, c["w"], where + ".w")
+        t = number(c["tau_star"], where + ".tau_star")
+        rest = eps - t
+        if rest < 0:
+            return "refuted", {}
+        ia = Interaction(inst, X, Y, r)
+        bounds = (report or {}).get("_sandwich_bounds")
+
+        def two(i):
+            A, At = ia.gibbs(i, ia.residual(i))
+            e1 = sum((abs(a - b) for a, b in zip(A, At)), iv.mpf(0))
+            B = [ivq(sum((U[i * k + u] * W[j * k + u] for u in range(k)), Fraction(0))) for j in range(inst.N)]
+            e2 = sum((abs(a - b) for a, b in zip(At, B)), iv.mpf(0))
+            return e1, e2
+
+        verdicts, encl = [], {}
+        for i in rows_to_check(inst.n):
+            e1, e2 = two(i)
+            encl[i] = e1
+            encl[("gibbs_minus_b", i)] = e2
+            verdicts.append(combine([le(e1, t), le(e2, rest)]))
+            if verdicts[-1] == "refuted":
+                break
+        return combine(verdicts), encl
+    if kind == "profile":
+        r = int(c["r"])
+        n, N = inst.n, inst.N
+        _, _, X = dense(arrays, c["x"], where + ".x")
+        _, _, Y = dense(arrays, c["y"], where + ".y")
+        _, _, G = dense(arrays, c["gauge"], where + ".gauge")
+        _, _, lam = dense(arrays, c["lambda"], where + ".lambda")
+        _, _, mu = dense(arrays, c["mu"], where + ".mu")
+        _, s_, zu = dense(arrays, c["zu"], where + ".zu")
+        _, _, zv = dense(arrays, c["zv"], where + ".zv")
+        zn = number(c["z_norm_sq"], where + ".z_norm_sq")
+        cl = c["claims"]
+        q_lo, q_hi = interval_claim(cl, "q")
+        t_lo, t_hi = interval_claim(cl, "tau")
+        k_lo, k_hi = interval_claim(cl, "kappa")
+        parts, encl = [], {}
+        # kappa <= kappa_hi through the gauge: max_i |x_i G|^2 max_j |y_j G^-T|^2 <= kappa_hi^2 (exact)
+        Gi = frac_inverse(G, r)
+        if Gi is None or k_hi < 0:
+            parts.append("refuted")
+        else:
+            XG = frac_mul(X, G, n, r, r)
+            YG = frac_mul(Y, frac_t(Gi, r, r), N, r, r)
+            mx = max(sum((v * v for v in XG[i * r:(i + 1) * r]), Fraction(0)) for i in range(n))
+            my = max(sum((v * v for v in YG[j * r:(j + 1) * r]), Fraction(0)) for j in range(N))
+            encl["kappa_gauge_sq"] = mx * my
+            parts.append("verified" if mx * my <= k_hi * k_hi else "refuted")
+        # lambda, mu probability vectors; ||zu zv^T||_2^2 <= z_norm_sq via z_norm_sq P^-1 - Q positive definite
+        ok = all(x >= 0 for x in lam + mu) and sum(lam, Fraction(0)) == 1 and sum(mu, Fraction(0)) == 1
+        P = frac_mul(frac_t(zu, n, s_), zu, s_, n, s_)
+        Q = frac_mul(frac_t(zv, N, s_), zv, s_, N, s_)
+        Pi = frac_inverse(P, s_)
+        zok = "undecided" if Pi is None else ("verified" if frac_pd([zn * a - b for a, b in zip(Pi, Q)], s_) else "undecided")
+        parts.append(combine(["verified" if ok else "refuted", zok]))
+        # the dual bound <Mu, Mv> / sqrt(z_norm_sq) >= kappa_lo
+        def weighted(z, w, F, rows):
+            M = [iv.mpf(0)] * (s_ * r)
+            for i in range(rows):
+                sw = iv.sqrt(ivq(w[i]))
+                for a in range(s_):
+                    if z[i * s_ + a] == 0:
+                        continue
+                    zw = ivq(z[i * s_ + a]) * sw
+                    for b in range(r):
+                        M[a * r + b] += zw * ivq(F[i * r + b])
+            return M
+        Mu, Mv = weighted(zu, lam, X, n), weighted(zv, mu, Y, N)
+        dual = sum((a * b for a, b in zip(Mu, Mv)), iv.mpf(0)) / iv.sqrt(ivq(zn))
+        encl["kappa_dual"] = dual
+        parts.append(ge(dual, k_lo))
+        # q = max_i oscillation of (C - T)_i, tau = 2 tanh(q/4), tau* = max_i |A_i - A~_i|_1
+        if inst.kind == "matrix" and any(x <= 0 for row in inst.a for x in row):
+            return "refuted", encl
+        ia = Interaction(inst, X, Y, r)
+        osc, err = [], []
+        for i in range(n):
+            R = ia.residual(i)
+            mxv, mnv = R[0], R[0]
+            for x in R[1:]:
+                mxv, mnv = imax2(mxv, x), imin2(mnv, x)
+            osc.append(mxv - mnv)
+            if "tau_star" in cl:
+                A, At = ia.gibbs(i, R)
+                err.append(sum((abs(a - b) for a, b in zip(A, At)), iv.mpf(0)))
+        def imax(xs):
+            m = xs[0]
+            for x in xs[1:]:
+                m = imax2(m, x)
+            return m
+        qv = imax(osc)
+        tau = 2 * itanh(qv / 4)
+        encl["q"], encl["tau"] = qv, tau
+        parts += [within(qv, q_lo, q_hi), within(tau, t_lo, t_hi)]
+        if "tau_star" in cl:
+            ts = imax(err)
+            encl["tau_star"] = ts
+            parts.append(within(ts, *interval_claim(cl, "tau_star")))
+        if "visible_dim" in cl:
+            if inst.kind == "qk":
+                d = len(inst.q[0])
+                Qc = [x for row in centred(inst.q, n, d) for x in row]
+                Kc = [x for row in centred(inst.k, N, d) for x in row]
+                G1 = frac_mul(frac_t(Qc, n, d), Qc, d, n, d)
+                G2 = frac_mul(frac_t(Kc, N, d), Kc, d, N, d)
+                vd = frac_rank(frac_mul(G1, G2, d, d, d), d, d)
+            elif inst.kind == "logits":
+                vd = frac_rank([x for row in Interaction(inst, X, Y, r).C for x in row], n, N)
+            else:
+                vd = None
+            encl["visible_dim"] = vd
+            parts.append("undecided" if vd is None else "verified" if vd == int(cl["visible_dim"]) else "refuted")
+        return combine(parts), encl
     return "unsupported", {}
 
 
@@ -435,6 +719,31 @@ def recheck(bundle_path, witness, dps, nrows, seed, all_below):
             if wh < ol or oh < wl:
                 overall = "disagree"
                 line += f"  <-- witness enclosure [{float(wl)}, {float(wh)}] misses [{float(ol)}, {float(oh)}]"
+        # Profile: every enclosure in the witness meets ours; the exact numbers are equal.
+        if c["kind"] == "profile":
+            for k in ("q", "tau", "kappa_dual", "tau_star"):
+                if k in decisive and k in encl and decisive[k][0] != "-inf":
+                    wl, wh = (number(x, "witness") for x in decisive[k])
+                    ol, oh = ends(encl[k])
+                    if wh < ol or oh < wl:
+                        overall = "disagree"
+                        line += f"  <-- witness {k} [{float(wl)}, {float(wh)}] misses [{float(ol)}, {float(oh)}]"
+            if "kappa_gauge_sq" in decisive and "kappa_gauge_sq" in encl and \
+                    number(decisive["kappa_gauge_sq"], "witness") != encl["kappa_gauge_sq"]:
+                overall = "disagree"
+                line += "  <-- witness kappa_gauge_sq differs from the exact value"
+            if "visible_dim" in decisive and encl.get("visible_dim") is not None and decisive["visible_dim"] != encl["visible_dim"]:
+                overall = "disagree"
+                line += f"  <-- witness visible_dim {decisive['visible_dim']}, exact {encl['visible_dim']}"
+        # Sandwich: the worst-row bounds of a verified witness hold for every re-checked row.
+        if c["kind"] == "sandwich" and theirs == "verified" and "worst_a_minus_gibbs" in decisive:
+            b1 = number(decisive["worst_a_minus_gibbs"][1], "witness")
+            b2 = number(decisive["worst_gibbs_minus_b"][1], "witness")
+            bad = [t for t in encl if isinstance(t, int) and
+                   (ends(encl[t])[0] > b1 or ends(encl[("gibbs_minus_b", t)])[0] > b2)]
+            if bad:
+                overall = "disagree"
+                line += f"  <-- row {bad[0]} lies above the witness's bound for every row"
         # A verified row-wise check: the decisive enclosure's upper end bounds
         # every row's value (docs/format.md); each row re-checked here must lie
         # at or below it.
