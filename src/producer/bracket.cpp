@@ -515,6 +515,20 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 offer_lower(a, cj, nc.rows.size(), "neumann");
             }
         }
+        if (st.lower.value("kind", "") == "neumann" && st.L < st.U && !total.expired()) {
+            // Half of this eps's share of the time left: R over all keys by
+            // smooth minimax, rows admitted in causal order.
+            status(a, "neumann smooth growth");
+            LowerOptions lo = lopt;
+            lo.progress = [&](const std::string& s) { status(a, s); };
+            const Deadline dl = total.within(total.left() * 0.5 / static_cast<double>(E - a));
+            auto nc = neumann_smooth_grow(A, eps.approx, st.lower["rows"].get<std::vector<std::size_t>>(), lo, dl);
+            if (nc && nc->rows.size() > st.L) {
+                compact_neumann(A, eps.approx, *nc, lo.margin);
+                json cj = neumann_json(*nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc->rows.size())));
+                offer_lower(a, cj, nc->rows.size(), "neumann");
+            }
+        }
         if (opt.tail && st.L < st.U && !total.expired()) {
             status(a, "tail");
             if (auto tc = tail_search(A, eps.approx, lopt); tc && tc->k + 1 > st.L) {

@@ -148,7 +148,8 @@ struct TailCandidate {
 
 struct LowerOptions {
     double margin = 1e-6;        // required float slack below 1
-    std::size_t lp_max_rows = 48;  // LP refinement only for row sets up to this size
+    std::size_t lp_max_rows = 24;  // LP refinement only for row sets up to this size (GLPK needs > 3 s per LP at 40 rows x 94 keys)
+    int smooth_iterations = 200;   // neumann_smooth_grow: L-BFGS steps per candidate row
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
     Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
@@ -166,6 +167,12 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
                                            const LowerOptions& opt);
 // Grow a row set with LP-optimised R while the condition holds.
 NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate start, const LowerOptions& opt);
+// Grow a row set with R over all keys chosen by smooth minimax (L-BFGS on a
+// log-sum-exp surrogate of delta + eps rho), admitting rows in causal order
+// (neumann_smooth.cpp).  The largest row set whose float value is below
+// 1 - margin, if any.
+std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
+                                                    const LowerOptions& opt, const Deadline& dl);
 // Tail certificates: rows I, R = identity or a key partition; largest k.
 std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOptions& opt);
 
