@@ -2,7 +2,7 @@
 //
 // An anytime search in four phases (docs/producer.md): a first bracket at
 // every eps (trivial, greedy Neumann, truncated SVD), better lower bounds
-// (LP growth, tail), smaller factors (smooth minimax by L-BFGS, rank
+// (LP growth, smooth Neumann growth over all keys, tail), smaller factors (smooth minimax by L-BFGS, rank
 // bisection then single steps, within a time budget), and transfers across
 // eps.  Every candidate is serialised as a bundle file and decided by the
 // trusted checker from that file; after every improvement the bundle of the
@@ -493,7 +493,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         status(a, "first bracket written");
     }
 
-    // ---- phase 2: better lower bounds (LP growth, tail) ----
+    // ---- phase 2: better lower bounds (LP growth, smooth Neumann growth, tail) ----
     for (std::size_t a = 0; a < E && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         const EpsValue& eps = opt.eps[a];
