@@ -103,7 +103,7 @@ def main():
         print(f"[{i + 1}/{len(insts)}] {cls} {os.path.basename(inst)}: " +
               "  ".join(f"{w} " + " ".join(f"{e}:{res[(w, cls, e)][-1]}" for e in a.eps.split(",")) for w, _ in exes),
               file=sys.stderr)
-    classes = sorted({c for _, c in insts})
+    classes = sorted({c for c, _ in insts})
     lines = ["| class | eps | n | " + " | ".join(f"{w}: closed / within one / median U/L / median U-L" for w, _ in exes) + " |",
              "|---|---|---:|" + "---|" * len(exes)]
     for cls in classes + ["all"]:
