@@ -5,6 +5,7 @@
 #include "rankcert/check.hpp"
 #include "rankcert/producer/bracket.hpp"
 #include "rankcert/producer/llama2.hpp"
+#include "rankcert/producer/tensor.hpp"
 #include "rankcert/result.hpp"
 
 #include <algorithm>
@@ -20,12 +21,6 @@ namespace rankcert::producer {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw InputError(path + ": cannot open file");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string trim(std::string s) {
     while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
@@ -135,7 +130,7 @@ json extract_instance(const std::map<std::string, std::string>& f, const fs::pat
         return it->second;
     };
     const std::string ck = (base / get("checkpoint")).string(), tk = (base / get("tokenizer")).string();
-    std::string text = f.count("text_file") && !f.at("text_file").empty() ? slurp((base / f.at("text_file")).string()) : get("text");
+    std::string text = f.count("text_file") && !f.at("text_file").empty() ? read_file_bytes((base / f.at("text_file")).string()) : get("text");
     while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
     auto& cache = model_cache();
     if (!cache.models.count(ck)) cache.models[ck] = std::make_shared<Llama2Model>(ck);
@@ -211,7 +206,7 @@ std::string rel(const fs::path& p, const std::string& root) { return fs::relativ
 }  // namespace
 
 std::vector<ClaimRow> read_claims(const std::string& path) {
-    const std::string text = slurp(path);
+    const std::string text = read_file_bytes(path);
     if (text.size() > (std::size_t{256} << 20)) throw InputError(path + ": claims file larger than 256 MiB");
     const std::string ext = fs::path(path).extension().string();
     std::vector<ClaimRow> rows;
@@ -438,7 +433,7 @@ json collect_audit(const std::string& dir, const std::string& tool_version) {
         for (const auto& e : fs::directory_iterator(rd)) {
             if (e.path().extension() != ".json" || e.path().filename().string()[0] == '.') continue;
             try {
-                claims.push_back(json::parse(slurp(e.path().string())));
+                claims.push_back(json::parse(read_file_bytes(e.path().string())));
             } catch (const json::exception&) {
                 throw InputError(e.path().string() + ": not valid JSON (a damaged result; delete it and rerun the audit)");
             }

@@ -19,17 +19,11 @@ using nlohmann::json;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) throw InputError(p.string() + ": cannot open file");
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 json read_config(const std::string& dir) {
     const fs::path p = fs::path(dir) / "config.json";
     if (!fs::exists(p)) throw InputError(dir + ": no config.json (a HuggingFace model folder has config.json and model.safetensors)");
     try {
-        json j = json::parse(slurp(p));
+        json j = json::parse(read_file_bytes(p.string()));
         if (!j.is_object()) throw InputError(p.string() + ": not a JSON object");
         return j;
     } catch (const json::exception&) {
@@ -63,7 +57,7 @@ public:
         if (fs::exists(index)) {
             json j;
             try {
-                j = json::parse(slurp(index));
+                j = json::parse(read_file_bytes(index.string()));
             } catch (const json::exception&) {
                 throw InputError(index.string() + ": not valid JSON");
             }
@@ -100,7 +94,7 @@ public:
 private:
     const std::string& file(const std::string& f) {
         auto& b = files_[f];
-        if (b.empty()) b = slurp(fs::path(dir_) / f);
+        if (b.empty()) b = read_file_bytes((fs::path(dir_) / f).string());
         return b;
     }
     std::string dir_;

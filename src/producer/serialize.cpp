@@ -4,6 +4,7 @@
 // sidecars (with their sha256) when an array is large.
 #include "rankcert/array.hpp"
 #include "rankcert/producer/producer.hpp"
+#include "rankcert/producer/tensor.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -42,17 +43,8 @@ std::string write_npy(const std::string& path, const Mat& m, bool f32) {
 std::string write_npy(const std::string& path, const Mat& m, int bytes_per_entry) {
     const std::size_t isz = static_cast<std::size_t>(bytes_per_entry);
     if (isz != 2 && isz != 4 && isz != 8) throw std::invalid_argument("write_npy: 2, 4 or 8 bytes per entry");
-    std::string header = std::string("{'descr': '") + (isz == 2 ? "<f2" : isz == 4 ? "<f4" : "<f8") +
-                         "', 'fortran_order': False, 'shape': (" + std::to_string(m.rows()) + ", " +
-                         std::to_string(m.cols()) + "), }";
-    while ((10 + header.size() + 1) % 64) header += ' ';
-    header += '\n';
-    std::string bytes = "\x93NUMPY";
-    bytes += '\x01';
-    bytes += '\x00';
-    bytes += static_cast<char>(header.size() & 0xff);
-    bytes += static_cast<char>(header.size() >> 8);
-    bytes += header;
+    std::string bytes = npy_header(isz == 2 ? "<f2" : isz == 4 ? "<f4" : "<f8",
+                                   {static_cast<std::uint64_t>(m.rows()), static_cast<std::uint64_t>(m.cols())});
     const std::size_t off = bytes.size();
     bytes.resize(off + static_cast<std::size_t>(m.size()) * isz);
     std::size_t s = off;

@@ -17,13 +17,13 @@ namespace rankcert::producer {
 
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string slurp(const std::string& path) {
+std::string read_file_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw InputError(path + ": cannot open file");
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
+
+namespace {
 
 template <class T>
 T le(const std::string& s, std::size_t off) {
@@ -269,12 +269,12 @@ NdTensor read_nd(const TensorSpec& spec) {
     NdTensor t;
     if (ext == ".safetensors") {
         if (spec.name.empty()) throw InputError(spec.path + ": name the tensor: " + spec.path + ":NAME");
-        t = parse_safetensors_nd(slurp(spec.path), spec.name, spec.path);
+        t = parse_safetensors_nd(read_file_bytes(spec.path), spec.name, spec.path);
     } else if (ext == ".npz") {
         if (spec.name.empty()) throw InputError(spec.path + ": name the array: " + spec.path + ":NAME");
-        t = parse_npy_nd(npz_member(slurp(spec.path), spec.name, spec.path), spec.path + ":" + spec.name);
+        t = parse_npy_nd(npz_member(read_file_bytes(spec.path), spec.name, spec.path), spec.path + ":" + spec.name);
     } else {
-        t = parse_npy_nd(slurp(spec.path), spec.path);
+        t = parse_npy_nd(read_file_bytes(spec.path), spec.path);
     }
     return spec.has_index ? select(t, spec.index) : t;
 }
@@ -327,6 +327,21 @@ std::vector<float> to_float32(const NdTensor& t) {
     return out;
 }
 
+std::string npy_header(const std::string& descr, const std::vector<std::uint64_t>& shape) {
+    std::string sh = "(";
+    for (std::size_t a = 0; a < shape.size(); ++a) sh.append(a ? ", " : "").append(std::to_string(shape[a]));
+    sh += shape.size() == 1 ? ",)" : ")";
+    std::string header = std::string("{'descr': '").append(descr).append("', 'fortran_order': False, 'shape': ").append(sh).append(", }");
+    while ((10 + header.size() + 1) % 64) header += ' ';
+    header += '\n';
+    std::string out = "\x93NUMPY";
+    out += '\x01';
+    out += '\x00';
+    out += static_cast<char>(header.size() & 0xff);
+    out += static_cast<char>(header.size() >> 8);
+    return out + header;
+}
+
 std::string npy_bytes(const NdTensor& t) {
     NdTensor c = t;
     if (t.dtype == "bf16") {
@@ -343,18 +358,7 @@ std::string npy_bytes(const NdTensor& t) {
     std::string d;
     for (auto& [n, s] : descr)
         if (c.dtype == n) d = s;
-    std::string shape = "(";
-    for (std::size_t a = 0; a < c.shape.size(); ++a) shape.append(a ? ", " : "").append(std::to_string(c.shape[a]));
-    shape += c.shape.size() == 1 ? ",)" : ")";
-    std::string header = std::string("{'descr': '").append(d).append("', 'fortran_order': False, 'shape': ").append(shape).append(", }");
-    while ((10 + header.size() + 1) % 64) header += ' ';
-    header += '\n';
-    std::string out = "\x93NUMPY";
-    out += '\x01';
-    out += '\x00';
-    out += static_cast<char>(header.size() & 0xff);
-    out += static_cast<char>(header.size() >> 8);
-    return out + header + c.bytes;
+    return npy_header(d, c.shape) + c.bytes;
 }
 
 }  // namespace rankcert::producer

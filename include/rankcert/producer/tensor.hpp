@@ -34,6 +34,9 @@ struct TensorSpec {
     bool has_index = false;
 };
 
+// The whole file as bytes (InputError "PATH: cannot open file").
+std::string read_file_bytes(const std::string& path);
+
 // Split "F.safetensors:NAME[1,2]" into its parts (InputError on a malformed selector).
 TensorSpec parse_tensor_spec(const std::string& spec);
 
@@ -54,6 +57,12 @@ NdTensor select(const NdTensor& t, const std::vector<std::uint64_t>& index);
 
 // The elements as float32 (exact for f16/bf16/f32; f64 is rounded).
 std::vector<float> to_float32(const NdTensor& t);
+
+// The first bytes of a .npy file (format 1.0, C order): magic, version,
+// header length and the header for dtype descr ("<f4") and shape, padded
+// to 64 bytes.  numpy's own np.save pads differently between versions; this
+// spelling is the one every rankcert program writes.
+std::string npy_header(const std::string& descr, const std::vector<std::uint64_t>& shape);
 
 // A .npy file (format 1.0, C order) holding the tensor bit for bit; bfloat16
 // becomes float32 (exact), since .npy has no bfloat16.
