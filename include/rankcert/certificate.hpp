@@ -37,6 +37,17 @@ struct NeumannCert {
     SparseMatrix r;
 };
 
+// Vertex preimages for blocks of the rows of P = Lambda A_I (Lambda m x p,
+// absent = identity).  Block b of size s lists 2^(s-1) columns of v (N x V),
+// one per sign vector with +1 at the block's first row.  Checked per row t:
+// kappa_t + eps c ||Lambda_t||_1 < 1.  docs/theory.md, "Lower bounds".
+struct BlockNeumannCert {
+    std::vector<std::size_t> rows;                 // I, p distinct rows of A
+    std::optional<Matrix> lambda;                  // m x p
+    std::vector<std::vector<std::size_t>> blocks;  // a partition of 0..m-1, in the order of v's columns
+    SparseMatrix v;                                // N x V, V = sum over blocks of 2^(size - 1)
+};
+
 // Frobenius tail: M = A_I R, mu I + F F^T - M M^T PD and
 // ||M||_F^2 > k mu + ||F||_F^2 + m (eps rho)^2.  docs/theory.md, "Lower bounds".
 struct TailCert {
@@ -75,9 +86,9 @@ struct SandwichCert {
 
 // The order here is the order of CertKind and of the registry table.
 using CertData = std::variant<FactorCert, RowInterpolativeCert, NeumannCert, TailCert, TrivialCert, ProfileCert,
-                              SandwichCert>;
+                              SandwichCert, BlockNeumannCert>;
 
-enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile, sandwich };
+enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile, sandwich, block_neumann };
 const char* to_string(CertKind k);
 
 struct Certificate {

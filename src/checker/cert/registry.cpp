@@ -18,6 +18,7 @@ const KindInfo table[] = {
     ROW(trivial, lower),
     ROW(profile, profile),
     ROW(sandwich, upper),
+    ROW(block_neumann, lower),
 };
 #undef ROW
 

@@ -18,6 +18,7 @@ RANKCERT_KIND(tail)
 RANKCERT_KIND(trivial)
 RANKCERT_KIND(profile)
 RANKCERT_KIND(sandwich)
+RANKCERT_KIND(block_neumann)
 #undef RANKCERT_KIND
 
 // The row-wise l1 error check shared by factor and row_interpolative.
