@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Re-run today's `rankcert bracket` on the committed stories260K heads and keep
+whichever certificate is better at each end of every bracket.
+
+For every (head, temperature) of the chosen texts under
+certificates/real/stories260K/, brackets the instance at eps 0.05, 0.1, 0.2
+into a scratch folder, then, per eps, writes a bundle whose lower certificates
+come from whichever of (committed, new) has the larger L and whose upper
+certificates come from whichever has the smaller U.  So no committed bracket
+gets wider.  Sidecars are copied with the certificates that name them; files
+no bundle names any more are removed.  Finally the folder is re-verified by
+`rankcert verify` (the merged bundles were never seen by the producer's own
+check, so this is the check that counts) and the summary is rewritten.
+
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long] [--budget 10] [--jobs 2]
+"""
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RC = os.environ.get("RANKCERT", os.path.join(ROOT, "build", "rankcert"))
+EPS = ("0.05", "0.1", "0.2")
+
+
+def sidecars(cert):
+    """File names a certificate refers to (any {"npy": name} below it)."""
+    out = []
+    if isinstance(cert, dict):
+        if isinstance(cert.get("npy"), str):
+            out.append(cert["npy"])
+        for v in cert.values():
+            out += sidecars(v)
+    elif isinstance(cert, list):
+        for v in cert:
+            out += sidecars(v)
+    return out
+
+
+def bracket(inst, temp, budget, scratch):
+    out = os.path.join(scratch, f"{os.path.basename(inst)[:-5]}-t{temp}")
+    p = subprocess.run([RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(EPS),
+                        "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q"],
+                       capture_output=True, text=True)
+    if p.returncode not in (0, 2):
+        raise RuntimeError(f"bracket {inst} t={temp}: exit {p.returncode}: {p.stderr.strip()[:300]}")
+    return {r["eps"]: r["bundle"] for r in json.loads(p.stdout)["results"]}
+
+
+def merge(old_path, new_path):
+    """Returns (old (L, U), merged (L, U)); rewrites old_path when merged is better."""
+    old, new = json.load(open(old_path)), json.load(open(new_path))
+    ol, ou = old["claim"]["lower"], old["claim"]["upper"]
+    nl, nu = new["claim"]["lower"], new["claim"]["upper"]
+    if nl <= ol and nu >= ou:
+        return (ol, ou), (ol, ou)
+    folder, newdir = os.path.dirname(old_path), os.path.dirname(new_path)
+    pick = {"lower": new if nl > ol else old, "upper": new if nu < ou else old}
+    certs = []
+    for bound in ("lower", "upper"):
+        src = pick[bound]
+        for c in src["certificates"]:
+            if c.get("bound") != bound:
+                continue
+            if src is new:
+                for f in sidecars(c):
+                    shutil.copyfile(os.path.join(newdir, f), os.path.join(folder, f))
+            certs.append(c)
+    merged = dict(old)
+    merged["certificates"] = certs
+    merged["claim"] = {"lower": max(ol, nl), "upper": min(ou, nu)}
+    prov = dict(old.get("provenance", {}))
+    prov["producer"] = new.get("provenance", {}).get("producer", prov.get("producer"))
+    merged["provenance"] = prov
+    tmp = old_path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(merged, f, separators=(",", ":"))
+    os.replace(tmp, old_path)
+    return (ol, ou), (merged["claim"]["lower"], merged["claim"]["upper"])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--texts", default="medium,long")
+    ap.add_argument("--budget", type=float, default=10)
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    base = os.path.join(ROOT, "certificates/real/stories260K")
+    work = []
+    for t in a.texts.split(","):
+        d = os.path.join(base, t)
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".json") and "-eps" not in f:
+                for temp in ("0.5", "1", "2"):
+                    work.append((os.path.join(d, f), temp))
+    scratch = tempfile.mkdtemp(prefix="rankcert-refresh-")
+    changed = 0
+    rows = []
+    with cf.ThreadPoolExecutor(a.jobs) as ex:
+        futs = {ex.submit(bracket, inst, temp, a.budget, scratch): (inst, temp) for inst, temp in work}
+        for i, fu in enumerate(cf.as_completed(futs), 1):
+            inst, temp = futs[fu]
+            new = fu.result()
+            for e in EPS:
+                old_path = f"{inst[:-5]}-t{temp}-eps{e}.json"
+                before, after = merge(old_path, new[e])
+                changed += before != after
+                rows.append((os.path.basename(old_path), before, after))
+            print(f"\r{i}/{len(work)} runs, {changed} brackets tightened", end="", file=sys.stderr, flush=True)
+    print(file=sys.stderr)
+    # remove sidecars no bundle names any more
+    for t in a.texts.split(","):
+        d = os.path.join(base, t)
+        named = set()
+        for f in os.listdir(d):
+            if f.endswith(".json"):
+                doc = json.load(open(os.path.join(d, f)))
+                named.update(sidecars(doc))
+        for f in os.listdir(d):
+            if f.endswith(".npy") and f not in named:
+                os.remove(os.path.join(d, f))
+    shutil.rmtree(scratch)
+    with open(os.path.join(ROOT, "certificates/real/refresh.tsv"), "w") as f:
+        f.write("bundle\told_L\told_U\tnew_L\tnew_U\n")
+        for name, b, c in sorted(rows):
+            f.write(f"{name}\t{b[0]}\t{b[1]}\t{c[0]}\t{c[1]}\n")
+    print(f"{changed} of {len(rows)} brackets tightened; see certificates/real/refresh.tsv")
+
+
+if __name__ == "__main__":
+    main()
