@@ -244,3 +244,14 @@ TEST_CASE("bracket stops cleanly on SIGTERM and SIGINT, keeping what it has cert
         REQUIRE(std::system(ver.c_str()) == 0);
     }
 }
+
+TEST_CASE("neumann_greedy with no row that can join returns an empty candidate", "[bracket]") {
+    // Uniform rows at eps 1: no single key (0.25 <= eps / 2) and no cell of
+    // keys (the best inverse norm, 1, is above (1 - margin) / eps) can carry a
+    // row.  This crashed (maxCoeff of an empty inverse) on the ball r = 3 at beta 4.
+    Mat A = Mat::Constant(4, 4, 0.25);
+    LowerOptions lo;
+    NeumannCandidate c = neumann_greedy(A, 1.0, lo);
+    REQUIRE(c.rows.empty());
+    REQUIRE(c.r.empty());
+}

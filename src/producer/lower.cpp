@@ -192,6 +192,7 @@ NeumannCandidate greedy_run(const Mat& A, double eps, const LowerOptions& opt, b
     c.rows = I;
     c.N = static_cast<std::size_t>(N);
     c.method = joined ? "inverse+cells" : "inverse";
+    if (inv.size() == 0) return c;  // no row joined (Eigen's maxCoeff of an empty matrix is undefined)
     const double big = inv.cwiseAbs().maxCoeff();
     for (Eigen::Index j = 0; j < N; ++j) {
         const int a = cell[static_cast<std::size_t>(j)];
