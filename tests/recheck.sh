@@ -15,7 +15,7 @@ rc=/usr/bin/python3
 rk="$root/tools/recheck/recheck.py"
 cd "$root"
 # A sample: the hand-made bundles, every 60th real bundle, two constructions.
-sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json;
+sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json certificates/block-neumann/*.json;
            find certificates/real -name '*-eps*.json' | sort | awk 'NR % 60 == 1';
            echo certificates/constructions/ball-r1/ball-r1-beta128-eps0.1.json;
            echo certificates/constructions/sphere-d2/sphere-d2-beta16-eps0.1.json) )
@@ -48,6 +48,18 @@ PY
 "$exe" verify --quiet --witness "$tmp/wt.json" "$tmp/t/$(basename $b)" > /dev/null && { echo "recheck: tampered bundle not refuted by rankcert"; exit 1; } || true
 $rc "$rk" "$tmp/t/$(basename $b)" "$tmp/wt.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted bundle:"; cat "$tmp/out"; exit 1; }
 grep -q "rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+
+# A block_neumann bundle whose Lambda no longer mixes rows: refuted by both.
+$rc - certificates/block-neumann/plane-mixing-eps0.8.json "$tmp/t/bn.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["certificates"][0]["lambda"]["data"] = ["1", "0", "0", "0", "1", "0"]
+d["claim"] = {}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$exe" verify --quiet --witness "$tmp/wbn.json" "$tmp/t/bn.json" > /dev/null && { echo "recheck: tampered block_neumann bundle not refuted by rankcert"; exit 1; } || true
+$rc "$rk" "$tmp/t/bn.json" "$tmp/wbn.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted block_neumann bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "block_neumann: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the block_neumann refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # Tampered witnesses: a flipped verdict, a moved enclosure, a wrong hash.
 "$exe" verify --quiet --witness "$tmp/w.json" "$b" > /dev/null

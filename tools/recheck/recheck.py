@@ -17,7 +17,7 @@ witness file, `rankcert verify --witness`):
              precision).
 
 Every certificate kind is re-checked: factor, row_interpolative, neumann,
-tail, trivial, sandwich (both row inequalities through the Gibbs matrix of
+block_neumann (vertex preimages per block of rows of P = Lambda A_I), tail, trivial, sandwich (both row inequalities through the Gibbs matrix of
 T) and profile (the exact gauge bound on kappa, the exact spectral-norm
 certificate of Z by LDL^T, the dual lower bound, q, tau, tau* and the exact
 visible dimension).
@@ -504,6 +504,62 @@ def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
             v[t] -= 1
             return sum((abs(x) for x in v), iv.mpf(0))
         return check_rows(rows_to_check(len(rows)), delta, lambda x: lt(x, thr))
+    if kind == "block_neumann":
+        rows, blocks = c["rows"], c["blocks"]
+        p, m = len(rows), sum(len(b) for b in blocks)
+        Nr, V, Vm = dense(arrays, c["v"], where + ".v")
+        lam = dense(arrays, c["lambda"], where + ".lambda")[2] if "lambda" in c else None
+        first = [0]
+        for b in blocks:
+            first.append(first[-1] + 2 ** (len(b) - 1))
+        if V != first[-1] or Nr != inst.N:
+            raise InputError(f"{where}.v: shape [{Nr}, {V}] is not N x V [{inst.N}, {first[-1]}]")
+        block_of_col = [b for b in range(len(blocks)) for _ in range(first[b], first[b + 1])]
+        cnorm = Fraction(0)
+        for j in range(Nr):
+            mx = [Fraction(0)] * len(blocks)
+            for k in range(V):
+                x = abs(Vm[j * V + k])
+                if x > mx[block_of_col[k]]:
+                    mx[block_of_col[k]] = x
+            cnorm = max(cnorm, sum(mx, Fraction(0)))
+        ls = [sum((abs(lam[t * p + i]) for i in range(p)), Fraction(0)) if lam else Fraction(1) for t in range(m)]
+        ecl = [eps * cnorm * l for l in ls]
+        if max(ecl) >= 1:
+            return "refuted", {}
+        where_t = {t: (b, q) for b, blk in enumerate(blocks) for q, t in enumerate(blk)}
+        nz = [(j, k, ivq(Vm[j * V + k])) for j in range(Nr) for k in range(V) if Vm[j * V + k] != 0]
+        cache = {}
+
+        def arow(i):
+            if i not in cache:
+                cache[i] = inst.row(rows[i])
+            return cache[i]
+
+        def kappa(t):
+            if lam:
+                pt = [iv.mpf(0)] * inst.N
+                for i in range(p):
+                    if lam[t * p + i] != 0:
+                        li, a = ivq(lam[t * p + i]), arow(i)
+                        pt = [x + li * y for x, y in zip(pt, a)]
+            else:
+                pt = arow(t)
+            dot = [iv.mpf(0)] * V
+            for j, k, x in nz:
+                dot[k] += pt[j] * x
+            tb, tq = where_t[t]
+            total = ivq(ecl[t])
+            for b in range(len(blocks)):
+                mx = iv.mpf(0)
+                for k in range(first[b], first[b + 1]):
+                    s = 0
+                    if b == tb:
+                        s = 1 if tq == 0 else (-1 if ((k - first[b]) >> (tq - 1)) & 1 else 1)
+                    mx = imax2(mx, abs(s - dot[k]))
+                total += mx
+            return total
+        return check_rows(rows_to_check(m), kappa, lambda x: lt(x, Fraction(1)))
     if kind == "tail":
         rows = c["rows"]
         m = len(rows)
