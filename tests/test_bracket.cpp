@@ -255,3 +255,22 @@ TEST_CASE("neumann_greedy with no row that can join returns an empty candidate",
     REQUIRE(c.rows.empty());
     REQUIRE(c.r.empty());
 }
+
+TEST_CASE("neumann_smooth_grow: rows are admitted, and the stall rule ends the growth", "[bracket]") {
+    // A causal banded head (weights exp(-|i - j| / 2) on j <= i): rows grow well.
+    const Eigen::Index n = 40;
+    Mat A = Mat::Zero(n, n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index j = 0; j <= i; ++j) A(i, j) = std::exp(-static_cast<double>(i - j) / 2);
+        A.row(i) /= A.row(i).sum();
+    }
+    LowerOptions lo;
+    const Deadline dl = Deadline{}.within(20);
+    auto grown = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
+    REQUIRE(grown);
+    REQUIRE(grown->rows.size() > 5);
+    REQUIRE(grown->float_value < 1);
+    lo.smooth_stall = 1e-9;  // no row can be admitted within a nanosecond
+    auto stalled = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
+    REQUIRE((!stalled || stalled->rows.size() == 1));
+}

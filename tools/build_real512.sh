@@ -17,10 +17,10 @@
 # usage: tools/build_real512.sh            (JOBS=2; about 20 minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rc=build/rankcert
+rc=${RC:-build/rankcert}
 jobs=${JOBS:-2}
 out=${OUT:-build/real512}
-dest=certificates/real/full512
+dest=${DEST:-certificates/real/full512}
 [ -x "$rc" ] || ./build.sh build
 rm -rf "$out" "$dest"
 mkdir -p "$out"

@@ -521,7 +521,9 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             status(a, "neumann smooth growth");
             LowerOptions lo = lopt;
             lo.progress = [&](const std::string& s) { status(a, s); };
-            const Deadline dl = total.within(total.left() * 0.5 / static_cast<double>(E - a));
+            const double share = total.left() * 0.5 / static_cast<double>(E - a);
+            const Deadline dl = total.within(share);
+            lo.smooth_stall = 0.1 * share;  // a tenth of the share without a new row ends the growth
             auto nc = neumann_smooth_grow(A, eps.approx, st.lower["rows"].get<std::vector<std::size_t>>(), lo, dl);
             if (nc && nc->rows.size() > st.L) {
                 compact_neumann(A, eps.approx, *nc, lo.margin);

@@ -200,8 +200,15 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     std::vector<char> used(static_cast<std::size_t>(A.rows()), 0);
     for (auto i : I) used[i] = 1;
     const double admit = 0.98;  // a 2% margin while growing
+    // At 512 tokens one candidate costs seconds (200 steps of O(m^2 N)); a
+    // long run of rejections there means the rest of the budget is better
+    // spent on the upper bound.
+    auto last_admitted = std::chrono::steady_clock::now();
     for (Eigen::Index c = 0; c < A.rows() && !dl.expired(); ++c) {
         if (used[static_cast<std::size_t>(c)]) continue;
+        if (opt.smooth_stall > 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - last_admitted).count() > opt.smooth_stall)
+            break;
         // The new column: the key where row c stands out most from the rows in I.
         Vec colmass = AI.colwise().sum().transpose();
         Eigen::Index jstar = 0;
@@ -223,6 +230,10 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
             R = std::move(R2);
             v = v2;
             used[static_cast<std::size_t>(c)] = 1;
+            last_admitted = std::chrono::steady_clock::now();
+            // The search stopped just below the admission level; polish R
+            // so that the next row starts with room to spare.
+            if (opt.smooth_polish > 0) v = optimise(AI, eps, R, opt.smooth_iterations, opt.smooth_polish, dl);
             if (v < 1 - opt.margin) {
                 auto cand = candidate(A, eps, I, R);
                 if (cand.float_value < 1 - opt.margin && (!best || cand.rows.size() > best->rows.size())) best = cand;
