@@ -15,6 +15,7 @@ usage: /usr/bin/python3 bench/closure_bench.py [--texts medium,long] [--syntheti
 Needs python3-numpy for the generated heads.
 """
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -60,8 +61,10 @@ def instances(work, texts, sizes, exe):
                         k = (np.concatenate([base, 0.3 * rng.standard_normal((n, 14))], 1)).astype(np.float32)
                     np.save(os.path.join(d, "q.npy"), q)
                     np.save(os.path.join(d, "k.npy"), k)
+                    sha = {x: hashlib.sha256(open(os.path.join(d, x + ".npy"), "rb").read()).hexdigest() for x in "qk"}
                     with open(os.path.join(d, "i.json"), "w") as f:
-                        json.dump({"instance": {"kind": "qk", "q": {"npy": "q.npy"}, "k": {"npy": "k.npy"},
+                        json.dump({"instance": {"kind": "qk", "q": {"npy": "q.npy", "sha256": sha["q"]},
+                                                "k": {"npy": "k.npy", "sha256": sha["k"]},
                                                 "scale": {"rsqrt": 16}, "mask": "causal"}}, f)
                     out.append((f"{kind}-n{n}", os.path.join(d, "i.json")))
     return out
@@ -86,13 +89,14 @@ def main():
     ap.add_argument("--exe", default=os.path.join(ROOT, "build", "rankcert"))
     ap.add_argument("--before", help="another rankcert to compare with")
     ap.add_argument("--markdown")
-    ap.add_argument("--limit", type=int, default=0, help="at most this many instances per class")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many instances per generated class")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="closure-")
     insts = instances(work, [t for t in a.texts.split(",") if t], [int(s) for s in a.synthetic.split(",") if s], a.exe)
     if a.limit:
         seen = {}
-        insts = [x for x in insts if seen.setdefault(x[0], []).append(x) or len(seen[x[0]]) <= a.limit]
+        insts = [x for x in insts if x[0].startswith("stories260K") or
+                 seen.setdefault(x[0], []).append(x) or len(seen[x[0]]) <= a.limit]
     exes = [("after", a.exe)] + ([("before", a.before)] if a.before else [])
     res = {}   # (which, class, eps) -> [(L, U)]
     for i, (cls, inst) in enumerate(insts):

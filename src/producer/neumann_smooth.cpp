@@ -203,11 +203,19 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // At 512 tokens one candidate costs seconds (200 steps of O(m^2 N)); a
     // long run of rejections there means the rest of the budget is better
     // spent on the upper bound.
+    // The stop rule, only where candidates are expensive: when the last one
+    // took more than half of `smooth_stall` (the share affords fewer than
+    // about 20), stop after `smooth_stall` seconds without an admitted row.
+    // At 94 tokens a candidate costs ~30 ms and long runs of rejections are
+    // normal (any idle-time rule there cost L: median -1, measured); at 512
+    // tokens one costs seconds and the first rejections end the growth.
     auto last_admitted = std::chrono::steady_clock::now();
+    double last_cost = 0;
     for (Eigen::Index c = 0; c < A.rows() && !dl.expired(); ++c) {
         if (used[static_cast<std::size_t>(c)]) continue;
-        if (opt.smooth_stall > 0 &&
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - last_admitted).count() > opt.smooth_stall)
+        const auto t_cand = std::chrono::steady_clock::now();
+        if (opt.smooth_stall > 0 && last_cost > 0.5 * opt.smooth_stall &&
+            std::chrono::duration<double>(t_cand - last_admitted).count() > opt.smooth_stall)
             break;
         // The new column: the key where row c stands out most from the rows in I.
         Vec colmass = AI.colwise().sum().transpose();
@@ -224,6 +232,7 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         R2.leftCols(R.cols()) = R;
         R2(jstar, R.cols()) = 1.0 / A(c, jstar);
         const double v2 = optimise(AI2, eps, R2, opt.smooth_iterations, admit, dl);
+        last_cost = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cand).count();
         if (v2 < admit) {
             I = std::move(I2);
             AI = std::move(AI2);
