@@ -19,9 +19,13 @@ out=build-fuzz
 mkdir -p "$out/obj" "$out/crashes"
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -Iinclude)
 objs=()
+# An object is rebuilt when its source or any header is newer (a changed
+# struct in a header with stale objects is an ODR violation the sanitizers
+# report as a crash).
+newest_header=$(ls -t include/rankcert/*.hpp src/checker/*.hpp src/checker/cert/*.hpp | head -1)
 for f in src/checker/*.cpp src/checker/cert/*.cpp; do
   o="$out/obj/$(echo "$f" | tr / _).o"
-  [ "$o" -nt "$f" ] || clang++ "${flags[@]}" -c "$f" -o "$o"
+  { [ "$o" -nt "$f" ] && [ "$o" -nt "$newest_header" ]; } || clang++ "${flags[@]}" -c "$f" -o "$o"
   objs+=("$o")
 done
 for t in number npy bundle; do
