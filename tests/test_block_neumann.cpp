@@ -240,3 +240,84 @@ TEST_CASE("block_neumann: tampered certificates are refused", "[block_neumann][k
         REQUIRE_THROWS_AS(run_one(dir, matrix_instance(identity(3)), eps, big), InputError);
     }
 }
+
+TEST_CASE("block_neumann: the decisive enclosure contains the exact rational value", "[block_neumann][enclosure]") {
+    // Random rational matrices, a random Lambda and random vertex preimages
+    // (blocks of sizes 2 and 1): the ball enclosure the checker reports for
+    // its decisive row contains kappa_t + eps c l_t computed here in exact
+    // rationals, independently of the checker's code; and c is exact.
+    TempDir dir;
+    Rng rng(11);
+    int verified = 0, refuted = 0;
+    for (int trial = 0; trial < 30; ++trial) {
+        const std::size_t p = 3, m = 3, N = 4;
+        std::vector<Rat> a(p * N), lam(m * p);
+        std::vector<json> aj, lj;
+        // Near a valid certificate (A and Lambda near the identity, v near
+        // the vertex sign vectors), so that both verdicts occur.
+        const Rat noise(static_cast<long>(1 + rng.below(4)), 16);
+        for (std::size_t i = 0; i < p; ++i)
+            for (std::size_t j = 0; j < N; ++j) {
+                a[i * N + j] = (i == j ? Rat(1) : Rat(0)) + rng.rational_in(8, 1) * noise;
+                aj.push_back(a[i * N + j].str());
+            }
+        for (std::size_t t = 0; t < m; ++t)
+            for (std::size_t i = 0; i < p; ++i) {
+                lam[t * p + i] = (t == i ? Rat(1) : Rat(0)) + rng.rational_in(8, 1) * noise;
+                lj.push_back(lam[t * p + i].str());
+            }
+        // Blocks {0, 1} (vertices (+,+), (+,-)) and {2} (vertex +): V = 3.
+        const int vert[3][4] = {{1, 1, 0, 0}, {1, -1, 0, 0}, {0, 0, 1, 0}};
+        std::vector<std::vector<Rat>> v(3, std::vector<Rat>(N));
+        std::vector<std::vector<json>> vj(3, std::vector<json>(N));
+        for (std::size_t k = 0; k < 3; ++k)
+            for (std::size_t j = 0; j < N; ++j) {
+                v[k][j] = Rat(static_cast<long>(vert[k][j])) + rng.rational_in(8, 1) * noise;
+                vj[k][j] = v[k][j].str();
+            }
+        const Rat eps(static_cast<long>(rng.below(20)), 100);
+        json cert = block_cert({0, 1, 2}, {{0, 1}, {2}}, coo_columns(N, vj), m);
+        cert["lambda"] = dense(m, p, lj);
+        const Report r = run_one(dir, matrix_instance(dense(p, N, aj)), eps, cert);
+        const CertResult& cr = r.certificates.at(0);
+        // Exact reference.
+        Rat c;
+        for (std::size_t j = 0; j < N; ++j) {
+            Rat b0 = v[0][j].abs() > v[1][j].abs() ? v[0][j].abs() : v[1][j].abs();
+            if (b0 + v[2][j].abs() > c) c = b0 + v[2][j].abs();
+        }
+        REQUIRE(parse_rational_text(cr.decisive.at("c").get<std::string>(), {}) == c);
+        std::vector<Rat> q(m);
+        const int sign[3][3] = {{1, 1, 0}, {1, -1, 0}, {0, 0, 1}};  // s_b on row t for each vector
+        for (std::size_t t = 0; t < m; ++t) {
+            Rat l;
+            std::vector<Rat> pt(N);
+            for (std::size_t i = 0; i < p; ++i) {
+                l = l + lam[t * p + i].abs();
+                for (std::size_t j = 0; j < N; ++j) pt[j] = pt[j] + lam[t * p + i] * a[i * N + j];
+            }
+            std::vector<Rat> res(3);
+            for (std::size_t k = 0; k < 3; ++k) {
+                Rat d;
+                for (std::size_t j = 0; j < N; ++j) d = d + pt[j] * v[k][j];
+                res[k] = (Rat(static_cast<long>(sign[k][t])) - d).abs();
+            }
+            q[t] = (res[0] > res[1] ? res[0] : res[1]) + res[2] + eps * c * l;
+        }
+        if (cr.verdict == Verdict::refuted && cr.precision == "exact" && cr.decisive.contains("enclosure") == false)
+            continue;  // refuted without computing (eps c l_t >= 1)
+        const auto t = cr.decisive.at("t").get<std::size_t>();
+        const auto& e = cr.decisive.at("enclosure");
+        INFO("trial " << trial << ", row " << t);
+        REQUIRE(e.size() == 2);
+        REQUIRE(parse_rational_text(e[0].get<std::string>(), {}) <= q[t]);
+        REQUIRE(q[t] <= parse_rational_text(e[1].get<std::string>(), {}));
+        bool all_below = true;
+        for (const auto& x : q) all_below = all_below && x < Rat(1);
+        REQUIRE((cr.verdict == Verdict::verified) == all_below);
+        verified += cr.verdict == Verdict::verified;
+        refuted += cr.verdict == Verdict::refuted;
+    }
+    REQUIRE(verified > 0);
+    REQUIRE(refuted > 0);
+}

@@ -240,9 +240,6 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
             v = v2;
             used[static_cast<std::size_t>(c)] = 1;
             last_admitted = std::chrono::steady_clock::now();
-            // The search stopped just below the admission level; polish R
-            // so that the next row starts with room to spare.
-            if (opt.smooth_polish > 0) v = optimise(AI, eps, R, opt.smooth_iterations, opt.smooth_polish, dl);
             if (v < 1 - opt.margin) {
                 auto cand = candidate(A, eps, I, R);
                 if (cand.float_value < 1 - opt.margin && (!best || cand.rows.size() > best->rows.size())) best = cand;

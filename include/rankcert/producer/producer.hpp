@@ -150,8 +150,6 @@ struct LowerOptions {
     double margin = 1e-6;        // required float slack below 1
     std::size_t lp_max_rows = 24;  // LP refinement only for row sets up to this size (GLPK needs > 3 s per LP at 40 rows x 94 keys)
     int smooth_iterations = 200;   // neumann_smooth_grow: L-BFGS steps per candidate row
-    double smooth_polish = 0;      // neumann_smooth_grow: after admitting a row, optimise R on until V < this (0: no polish;
-                                   // 0.9 measured no better on the 94-token heads)
     double smooth_stall = 0;       // neumann_smooth_grow: stop after this many seconds without admitting a row, once a
                                    // candidate costs more than half of it (0: never)
     double lp_time_limit = 3;      // seconds per LP

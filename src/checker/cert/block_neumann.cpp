@@ -240,6 +240,7 @@ CertResult check_block_neumann(const Instance& I, const Rat& eps, const Certific
     BlockRows q(I, bc, std::move(ecl));
     const rows::RowOutcome o = rows::decide_rows(q, {{Rat(1), true}}, opt, "block_neumann");
     fill_rowwise(res, o, "kappa_plus_eps_c_l", "<", Rat(1), "t");
+    res.decisive["c"] = cn.str();  // (fill_rowwise replaces the fields set above)
     const Endpoints e = o.enclosure.empty() ? Endpoints{} : o.enclosure[0];
     const std::string what = "kappa + eps*c*l (row t = " + std::to_string(o.row) + ") in " + interval_text(e);
     if (o.verdict == Verdict::verified)
