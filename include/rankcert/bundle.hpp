@@ -15,7 +15,7 @@
 
 namespace rankcert {
 
-enum class InstanceKind { qk, logits, matrix };
+enum class InstanceKind { qk, logits, matrix, kronecker };
 enum class MaskKind { none, causal, explicit_mask };
 
 struct Instance {
@@ -34,12 +34,17 @@ struct Instance {
     Matrix logits;
     // matrix
     Matrix a;
+    // kronecker: A = factors[0] (x) factors[1] (x) ... (1 to 4 factors, none
+    // itself a kronecker instance); n and N are the products.  A is never
+    // formed: only the kron_* certificate kinds apply (docs/theory.md,
+    // "Kronecker instances").
+    std::vector<Instance> factors;
 
     std::size_t d() const { return q.cols; }
     bool allowed(std::size_t i, std::size_t j) const;
     // A is the exact row softmax of its logits (qk, logits): rows are
     // probability vectors.  For `matrix`, A is the given rational matrix.
-    bool is_softmax() const { return kind != InstanceKind::matrix; }
+    bool is_softmax() const;
     // Some entry is masked (a causal or explicit mask, or a -inf logit).
     bool has_mask() const;
 };

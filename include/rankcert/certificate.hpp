@@ -48,6 +48,18 @@ struct BlockNeumannCert {
     SparseMatrix v;                                // N x V, V = sum over blocks of 2^(size - 1)
 };
 
+// Kronecker instances (docs/theory.md, "Kronecker instances"): one factor
+// B_k = U_k W_k^T per factor of A; B = B_1 (x) B_2 (x) ... has rank prod k_k.
+struct KronFactorCert {
+    std::vector<FactorCert> factors;
+};
+
+// One neumann certificate (rows I_k, R_k) per factor of A; together the rows
+// I_1 x I_2 x ... and R = R_1 (x) R_2 (x) ..., rank prod m_k.
+struct KronNeumannCert {
+    std::vector<NeumannCert> factors;
+};
+
 // Frobenius tail: M = A_I R, mu I + F F^T - M M^T PD and
 // ||M||_F^2 > k mu + ||F||_F^2 + m (eps rho)^2.  docs/theory.md, "Lower bounds".
 struct TailCert {
@@ -86,9 +98,22 @@ struct SandwichCert {
 
 // The order here is the order of CertKind and of the registry table.
 using CertData = std::variant<FactorCert, RowInterpolativeCert, NeumannCert, TailCert, TrivialCert, ProfileCert,
-                              SandwichCert, BlockNeumannCert>;
+                              SandwichCert, BlockNeumannCert, KronFactorCert, KronNeumannCert>;
 
-enum class CertKind { factor, row_interpolative, neumann, tail, trivial, profile, sandwich, block_neumann };
+enum class CertKind {
+    factor,
+    row_interpolative,
+    neumann,
+    tail,
+    trivial,
+    profile,
+    sandwich,
+    block_neumann,
+    kron_factor,
+    kron_neumann
+};
+// Kinds that apply to kronecker instances (and only to them).
+inline bool is_kron_kind(CertKind k) { return k == CertKind::kron_factor || k == CertKind::kron_neumann; }
 const char* to_string(CertKind k);
 
 struct Certificate {

@@ -17,9 +17,25 @@ namespace rankcert {
 
 namespace fs = std::filesystem;
 
+bool Instance::is_softmax() const {
+    if (kind == InstanceKind::kronecker)
+        return std::all_of(factors.begin(), factors.end(), [](const Instance& f) { return f.is_softmax(); });
+    return kind != InstanceKind::matrix;
+}
+
 bool Instance::allowed(std::size_t i, std::size_t j) const {
     switch (kind) {
     case InstanceKind::matrix: return true;
+    case InstanceKind::kronecker: {
+        bool ok = true;  // entry ((i_k), (j_k)) is allowed iff every factor's is
+        for (std::size_t k = factors.size(); k-- > 0;) {
+            const Instance& f = factors[k];
+            ok = ok && f.allowed(i % f.n, j % f.N);
+            i /= f.n;
+            j /= f.N;
+        }
+        return ok;
+    }
     case InstanceKind::logits: return !logits.is_neg_inf(i, j);
     case InstanceKind::qk:
         switch (mask) {
@@ -35,6 +51,8 @@ bool Instance::has_mask() const {
     if (kind == InstanceKind::qk) return mask != MaskKind::none;
     if (kind == InstanceKind::logits)
         return std::any_of(logits.neg_inf.begin(), logits.neg_inf.end(), [](auto f) { return f != 0; });
+    if (kind == InstanceKind::kronecker)
+        return std::any_of(factors.begin(), factors.end(), [](const Instance& f) { return f.has_mask(); });
     return false;
 }
 
@@ -42,9 +60,33 @@ namespace {
 
 using cert::as_vector;
 
-Instance parse_instance(const json& j, const Where& w, ArrayLoader& L) {
+Instance parse_instance(const json& j, const Where& w, ArrayLoader& L, bool nested = false) {
     Instance I;
     const std::string kind = require_string(j, "kind", w);
+    if (kind == "kronecker") {
+        if (nested) throw InputError(w.key("kind"), "a kronecker factor cannot itself be a kronecker instance");
+        const json& fs = require(j, "factors", w);
+        if (!fs.is_array() || fs.empty() || fs.size() > 4)
+            throw InputError(w.key("factors"), "must be a list of 1 to 4 instances");
+        I.kind = InstanceKind::kronecker;
+        I.n = I.N = 1;
+        constexpr std::uint64_t cap = 1ull << 62;
+        for (std::size_t k = 0; k < fs.size(); ++k) {
+            const Where wk = w.key("factors").index(k);
+            I.factors.push_back(parse_instance(fs[k], wk, L, true));
+            const Instance& f = I.factors.back();
+            if (f.n > cap / I.n || f.N > cap / I.N)
+                throw InputError(wk, "the product of the factors' sizes exceeds 2^62");
+            I.n *= f.n;
+            I.N *= f.N;
+            if (f.kind == InstanceKind::matrix) {
+                bool nonzero = false;
+                for (const auto& x : f.a.v) nonzero = nonzero || x.sign() != 0;
+                if (!nonzero) throw InputError(wk.key("a"), "is the zero matrix (then A = 0; give it directly)");
+            }
+        }
+        return I;
+    }
     if (kind == "qk") {
         I.kind = InstanceKind::qk;
         I.q = L.load(require(j, "q", w), w.key("q"));
@@ -95,7 +137,7 @@ Instance parse_instance(const json& j, const Where& w, ArrayLoader& L) {
         I.n = I.a.rows;
         I.N = I.a.cols;
     } else {
-        throw InputError(w.key("kind"), "unknown instance kind \"" + kind + "\" (qk, logits, matrix)");
+        throw InputError(w.key("kind"), "unknown instance kind \"" + kind + "\" (qk, logits, matrix, kronecker)");
     }
     if (I.n == 0 || I.N == 0) throw InputError(w, "empty instance (n = " + std::to_string(I.n) + ", N = " + std::to_string(I.N) + ")");
     if (static_cast<std::uint64_t>(I.n) * I.N > Limits::max_attention)
@@ -127,6 +169,10 @@ Certificate parse_certificate(const json& c, const Where& w, const Instance& I, 
     if (bound != to_string(info->bound))
         throw InputError(w.key("bound"), "a " + kind + " certificate proves a" +
                                              (info->bound == Bound::upper ? "n upper" : " lower") + " bound");
+    if (is_kron_kind(info->kind) != (I.kind == InstanceKind::kronecker))
+        throw InputError(w.key("kind"), I.kind == InstanceKind::kronecker
+                                            ? "a kronecker instance takes only kron_factor and kron_neumann certificates"
+                                            : "a " + kind + " certificate needs a kronecker instance");
     Certificate cert;
     cert.bound = info->bound;
     info->parse(c, w, I, L, cert);
@@ -224,6 +270,13 @@ std::string describe(const Bundle& b) {
         break;
     }
     case InstanceKind::matrix: o << "matrix: n = " << I.n << ", N = " << I.N; break;
+    case InstanceKind::kronecker: {
+        o << "kronecker of " << I.factors.size() << " factors: n = " << I.n << ", N = " << I.N << " (";
+        for (std::size_t k = 0; k < I.factors.size(); ++k)
+            o << (k ? " (x) " : "") << I.factors[k].n << "x" << I.factors[k].N;
+        o << ")";
+        break;
+    }
     }
     o << "\neps         " << b.eps.str() << "\n";
     o << "claim       lower = " << (b.claim_lower ? std::to_string(*b.claim_lower) : "-")

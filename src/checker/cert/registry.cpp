@@ -19,6 +19,8 @@ const KindInfo table[] = {
     ROW(profile, profile),
     ROW(sandwich, upper),
     ROW(block_neumann, lower),
+    ROW(kron_factor, upper),
+    ROW(kron_neumann, lower),
 };
 #undef ROW
 

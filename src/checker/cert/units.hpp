@@ -19,6 +19,8 @@ RANKCERT_KIND(trivial)
 RANKCERT_KIND(profile)
 RANKCERT_KIND(sandwich)
 RANKCERT_KIND(block_neumann)
+RANKCERT_KIND(kron_factor)
+RANKCERT_KIND(kron_neumann)
 #undef RANKCERT_KIND
 
 // The row-wise l1 error check shared by factor and row_interpolative.

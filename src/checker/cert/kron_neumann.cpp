@@ -1,0 +1,240 @@
+// kron_neumann: a neumann certificate for a kronecker instance, one factor at
+// a time (docs/theory.md, "Kronecker instances").
+//
+// With M_k = (A_k)_{I_k} R_k, d_k(t) = (M_k)_tt, l_k(t) = sum_s |(M_k)_ts| and
+// rho = prod_k ||R_k||_inf, checked for every multi-index t = (t_1, ..., t_r):
+// |1 - prod d_k(t_k)| + prod l_k(t_k) - prod |d_k(t_k)| < 1 - eps rho,
+// which is row t of delta + eps rho < 1 for the rows I_1 x ... x I_r and
+// R = R_1 (x) ... (x) R_r, evaluated exactly for the product.  rho is exact
+// (eps rho >= 1 refutes at once); the M_k are enclosed on the precision
+// ladder, or computed exactly when every factor is rational.
+#include "common.hpp"
+#include "units.hpp"
+
+namespace rankcert::cert {
+
+namespace {
+
+constexpr std::uint64_t max_multi = 1ull << 22;  // prod m_k
+
+// Visit every multi-index (t_1, .., t_r) in Kronecker order; fn(t, flat).
+template <class Fn>
+void for_each_multi(const std::vector<std::size_t>& m, Fn fn) {
+    std::vector<std::size_t> t(m.size(), 0);
+    std::uint64_t total = 1;
+    for (auto x : m) total *= x;
+    for (std::uint64_t flat = 0; flat < total; ++flat) {
+        if (!fn(t, flat)) return;
+        for (std::size_t k = m.size(); k-- > 0;) {
+            if (++t[k] < m[k]) break;
+            t[k] = 0;
+        }
+    }
+}
+
+}  // namespace
+
+void parse_kron_neumann(const json& c, const Where& w, const Instance& I, ArrayLoader& L, Certificate& cert) {
+    const json& fs = require(c, "factors", w);
+    if (!fs.is_array() || fs.size() != I.factors.size())
+        throw InputError(w.key("factors"), "must list one factor {rows, r} per factor of the instance (" +
+                                               std::to_string(I.factors.size()) + ")");
+    KronNeumannCert kc;
+    std::uint64_t rank = 1;
+    for (std::size_t k = 0; k < fs.size(); ++k) {
+        const Where wk = w.key("factors").index(k);
+        const Instance& f = I.factors[k];
+        NeumannCert nc;
+        nc.rows = parse_rows(require(fs[k], "rows", wk), wk.key("rows"), f.n);
+        nc.r = L.load_sparse(require(fs[k], "r", wk), wk.key("r"));
+        if (nc.r.rows != f.N || nc.r.cols != nc.rows.size())
+            throw InputError(wk.key("r"), "shape [" + std::to_string(nc.r.rows) + ", " + std::to_string(nc.r.cols) +
+                                              "] does not match N_k x m_k [" + std::to_string(f.N) + ", " +
+                                              std::to_string(nc.rows.size()) + "]");
+        if (nc.rows.empty()) throw InputError(wk.key("rows"), "must name at least one row");
+        rank *= nc.rows.size();
+        if (rank > max_multi)
+            throw InputError(wk.key("rows"), "the product of the row counts exceeds the limit of " +
+                                                 std::to_string(max_multi));
+        kc.factors.push_back(std::move(nc));
+    }
+    check_rank(c, w, rank, cert, true);
+    cert.data = std::move(kc);
+}
+
+CertResult check_kron_neumann(const Instance& I, const Rat& eps, const Certificate& c, const CheckOptions& opt) {
+    const auto& kc = c.as<KronNeumannCert>();
+    CertResult res = result_for(c);
+    const std::size_t r = kc.factors.size();
+    std::vector<std::size_t> m(r);
+    Rat rho(1);
+    json rhos = json::array();
+    for (std::size_t k = 0; k < r; ++k) {
+        m[k] = kc.factors[k].rows.size();
+        const Rat rk = row_sum_norm(kc.factors[k].r);
+        rhos.push_back(rk.str());
+        rho = rho * rk;
+    }
+    const Rat thr = Rat(1) - eps * rho;
+    res.decisive = {{"quantity", "delta_row"}, {"rho", rho.str()}, {"rho_factors", rhos},
+                    {"relation", "delta + eps*rho < 1"}, {"threshold", thr.str()}};
+    if (thr.sign() <= 0) {
+        res.verdict = Verdict::refuted;
+        res.precision = "exact";
+        res.detail = "eps * prod ||R_k||_inf = " + exact_text(eps * rho) + " >= 1";
+        return res;
+    }
+    auto describe_t = [](const std::vector<std::size_t>& t) {
+        json j = json::array();
+        for (auto x : t) j.push_back(x);
+        return j;
+    };
+
+    if (!I.is_softmax() && std::none_of(I.factors.begin(), I.factors.end(), [](const Instance& f) {
+            return f.is_softmax();
+        })) {
+        // Every factor rational: exact.
+        std::vector<std::vector<Rat>> d(r), l(r);
+        for (std::size_t k = 0; k < r; ++k) {
+            const auto& nc = kc.factors[k];
+            const Instance& f = I.factors[k];
+            d[k].resize(m[k]);
+            l[k].resize(m[k]);
+            for (std::size_t t = 0; t < m[k]; ++t) {
+                std::vector<Rat> row(m[k]);
+                for (const auto& en : nc.r.entries)
+                    fmpq_addmul(row[en.col].get(), f.a(nc.rows[t], en.row).get(), en.val.get());
+                d[k][t] = row[t];
+                for (auto& v : row) l[k][t] = l[k][t] + v.abs();
+            }
+        }
+        Rat worst(-1);
+        std::vector<std::size_t> worst_t;
+        for_each_multi(m, [&](const std::vector<std::size_t>& t, std::uint64_t) {
+            Rat pd(1), pl(1), pa(1);
+            for (std::size_t k = 0; k < r; ++k) {
+                pd = pd * d[k][t[k]];
+                pl = pl * l[k][t[k]];
+                pa = pa * d[k][t[k]].abs();
+            }
+            const Rat v = (Rat(1) - pd).abs() + pl - pa;
+            if (v > worst) {
+                worst = v;
+                worst_t = t;
+            }
+            return v < thr;
+        });
+        res.precision = "exact";
+        res.verdict = worst < thr ? Verdict::verified : Verdict::refuted;
+        res.decisive["t"] = describe_t(worst_t);
+        res.decisive["enclosure"] = endpoints_json(Endpoints{worst, worst, true});
+        res.detail = "delta (row t) = " + exact_text(worst) + (res.verdict == Verdict::verified ? " < " : " >= ") +
+                     "1 - eps*rho = " + exact_text(thr);
+        return res;
+    }
+
+    for (slong prec : rows::ladder(opt)) {
+        std::vector<BallVec> d, l, ad;
+        for (std::size_t k = 0; k < r; ++k) {
+            const auto& nc = kc.factors[k];
+            const Instance& f = I.factors[k];
+            RowEncloser enc(f, prec);
+            BallVec rv(nc.r.entries.size());
+            for (std::size_t e = 0; e < nc.r.entries.size(); ++e) arb_set_fmpq(rv[e], nc.r.entries[e].val.get(), prec);
+            d.emplace_back(m[k]);
+            l.emplace_back(m[k]);
+            ad.emplace_back(m[k]);
+            BallVec& dk = d.back();
+            BallVec& lk = l.back();
+            BallVec& adk = ad.back();
+            rows::parallel_for(m[k], opt, "kron_neumann " + std::to_string(k), prec, [&](std::size_t t) {
+                BallVec a(f.N), row(m[k]);
+                enc.row(nc.rows[t], a.data());
+                for (std::size_t e = 0; e < nc.r.entries.size(); ++e) {
+                    const auto& en = nc.r.entries[e];
+                    arb_addmul(row[en.col], a[en.row], rv[e], prec);
+                }
+                arb_set(dk[t], row[t]);
+                arb_abs(adk[t], row[t]);
+                for (std::size_t s = 0; s < m[k]; ++s) {
+                    arb_abs(row[s], row[s]);
+                    arb_add(lk[t], lk[t], row[s], prec);
+                }
+                return true;
+            });
+        }
+        Verdict verdict = Verdict::verified;
+        std::vector<std::size_t> decisive_t;
+        Endpoints decisive_e;
+        Ball worst_hi;  // only for choosing the reported row when verified
+        bool have_worst = false;
+        Ball pd, pl, pa, v;
+        for_each_multi(m, [&](const std::vector<std::size_t>& t, std::uint64_t) {
+            arb_one(pd.get());
+            arb_one(pl.get());
+            arb_one(pa.get());
+            for (std::size_t k = 0; k < r; ++k) {
+                arb_mul(pd.get(), pd.get(), d[k][t[k]], prec);
+                arb_mul(pl.get(), pl.get(), l[k][t[k]], prec);
+                arb_mul(pa.get(), pa.get(), ad[k][t[k]], prec);
+            }
+            arb_sub_ui(v.get(), pd.get(), 1, prec);
+            arb_abs(v.get(), v.get());
+            arb_add(v.get(), v.get(), pl.get(), prec);
+            arb_sub(v.get(), v.get(), pa.get(), prec);
+            const Verdict vt = decide_lt(v.get(), thr);
+            if (vt == Verdict::refuted) {
+                verdict = Verdict::refuted;
+                decisive_t = t;
+                decisive_e = endpoints(v.get());
+                return false;
+            }
+            if (vt == Verdict::undecided && verdict == Verdict::verified) {
+                verdict = Verdict::undecided;
+                decisive_t = t;
+                decisive_e = endpoints(v.get());
+            }
+            if (verdict == Verdict::verified) {
+                arf_t hi;
+                arf_init(hi);
+                arb_get_ubound_arf(hi, v.get(), prec);
+                Ball h;
+                arb_set_arf(h.get(), hi);
+                arf_clear(hi);
+                if (!have_worst || arb_gt(h.get(), worst_hi.get())) {
+                    arb_set(worst_hi.get(), h.get());
+                    have_worst = true;
+                    decisive_t = t;
+                    decisive_e = endpoints(v.get());
+                }
+            }
+            return true;
+        });
+        res.verdict = verdict;
+        res.precision = std::to_string(prec);
+        res.decisive["t"] = describe_t(decisive_t);
+        res.decisive["enclosure"] = endpoints_json(decisive_e);
+        const std::string what = "delta (row t) in " + interval_text(decisive_e);
+        if (verdict == Verdict::verified) {
+            res.detail = what + ", rho = " + exact_text(rho) + ": delta + eps*rho < 1";
+            break;
+        }
+        if (verdict == Verdict::refuted) {
+            res.detail = what + " >= 1 - eps*rho = " + exact_text(thr);
+            break;
+        }
+        res.detail = what + " undecided at " + std::to_string(prec) + " bits";
+        if (opt.progress) opt.progress("kron_neumann: undecided at " + std::to_string(prec) + " bits, raising precision");
+    }
+    return res;
+}
+
+std::string describe_kron_neumann(const Certificate& c) {
+    const auto& kc = c.as<KronNeumannCert>();
+    std::string s;
+    for (std::size_t k = 0; k < kc.factors.size(); ++k)
+        s += (k ? " (x) " : "") + std::to_string(kc.factors[k].rows.size()) + " rows";
+    return s;
+}
+
+}  // namespace rankcert::cert
