@@ -66,3 +66,52 @@ TEST_CASE("a construct sweep verifies; a tampered witness is refused", "[constru
     std::ofstream(sweep) << s.dump();
     REQUIRE(WEXITSTATUS(std::system(ver.c_str())) == 1);
 }
+
+TEST_CASE("the Kronecker ball is the dense ball up to point order, and its bundle verifies", "[construct]") {
+    // Logits of the dense r = 2 ball, S_ij = beta <x_i, y_j> - beta |y_j|^2 / 2,
+    // equal the sums of the one-axis logits (exactly, as rationals) when points
+    // are matched by their coordinates: so the Kronecker power is the same
+    // matrix, rows and columns permuted alike.
+    TempDir dir;
+    const Rat beta(3, 2);
+    Construction c = ball(2, "1/8", "3/2");
+    const EpsValue ev = parse_eps_list("0.1").at(0);
+    const KronPoint kp = kron_ball(2, "1/8", "3/2", ev, dir.path.string(), "kb", json::object());
+    REQUIRE(kp.verdict == Verdict::verified);
+    REQUIRE(kp.axis_points == 11);
+    REQUIRE(kp.lower >= 1);
+    REQUIRE(kp.lower <= kp.upper);
+    const json doc = read_document(kp.bundle_path, kp.bundle_path);
+    const json& f = doc["instance"]["factors"];
+    REQUIRE(f.size() == 2);
+    REQUIRE(f[0] == f[1]);
+    std::vector<Rat> ax, bias1;
+    for (std::size_t t = 0; t < 11; ++t) {
+        ax.push_back(parse_rational(f[0]["q"]["data"][t], {}));
+        bias1.push_back(parse_rational(f[0]["key_bias"]["data"][t], {}));
+        REQUIRE(parse_rational(f[0]["k"]["data"][t], {}) == ax[t]);
+    }
+    auto axis_index = [&](const Rat& v) {
+        for (std::size_t t = 0; t < ax.size(); ++t)
+            if (ax[t] == v) return t;
+        FAIL("coordinate not on the axis grid");
+        return std::size_t{0};
+    };
+    const json& q = c.instance["q"];
+    const std::size_t n = q["shape"][0];
+    REQUIRE(n == 121);
+    for (std::size_t i = 0; i < n; i += 7)
+        for (std::size_t j = 0; j < n; ++j) {
+            const Rat x0 = parse_rational(q["data"][2 * i], {}), x1 = parse_rational(q["data"][2 * i + 1], {});
+            const Rat y0 = parse_rational(q["data"][2 * j], {}), y1 = parse_rational(q["data"][2 * j + 1], {});
+            const Rat dense_logit = beta * (x0 * y0 + x1 * y1) + parse_rational(c.instance["key_bias"]["data"][j], {});
+            const Rat kron_logit = beta * x0 * y0 + bias1[axis_index(y0)] + beta * x1 * y1 + bias1[axis_index(y1)];
+            REQUIRE(dense_logit == kron_logit);
+        }
+    // The written bundle verifies from its file, and its claim is the bracket.
+    Bundle b = load_bundle(kp.bundle_path, kp.bundle_path);
+    Report r = verify(b, CheckOptions{});
+    REQUIRE(r.verdict == Verdict::verified);
+    REQUIRE(r.lower == kp.lower);
+    REQUIRE(r.upper == kp.upper);
+}

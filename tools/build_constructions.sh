@@ -18,6 +18,9 @@ run ball   --r 2 --h 1/32  --betas 16,32,64,128,256         --eps 0.1 --fit-top 
 # eps sweeps at fixed beta
 run ball   --r 1 --h 1/128 --beta 512 --eps-sweep 0.4,0.2,0.1,0.05,0.025 --fit-top 4 --out "$out/ball-r1-eps"
 run sphere --d 2 --n 300  --beta 128 --eps-sweep 0.4,0.2,0.1,0.05,0.025 --fit-top 4 --out "$out/sphere-d2-eps"
+# the weighted ball r = 3 as the Kronecker cube of its one-axis matrix (n = 533^3
+# points, never formed; kron_neumann / kron_factor certificates)
+run ball   --r 3 --kron --h 1/512 --betas 1024,2048,4096,8192,16384 --eps 0.1 --fit-top 4 --out "$out/ball-kron-r3"
 # the unweighted ball (key multiplicities instead of weights): small beta only,
 # since it needs about e^{beta/8} keys
 run ball   --r 1 --h 1/48 --unweighted 64 --betas 2,4,8,16 --eps 0.1 --out "$out/ball-unweighted-r1"

@@ -72,6 +72,9 @@ int construct_main(int argc, char** argv) {
     app.add_option("--n", n, "Points on the sphere (default 400)");
     app.add_option("--h", h, "Grid spacing of the ball (default 1/64)");
     long unweighted = 0;
+    bool kron = false;
+    app.add_flag("--kron", kron, "Ball: build the r-dimensional ball as the r-th Kronecker power of its one-axis matrix "
+                                 "(kron_neumann / kron_factor certificates; n = n_1^r points, never formed)");
     app.add_option("--unweighted", unweighted, "Ball: key multiplicities round(M exp(-beta |y|^2/2)) instead of weights");
     app.add_option("--betas", betas, "Beta sweep, comma separated (e.g. 16,32,64,128)");
     app.add_option("--beta", beta, "Fixed beta for an eps sweep");
@@ -84,9 +87,12 @@ int construct_main(int argc, char** argv) {
         const bool beta_sweep = eps_sweep.empty();
         if (beta_sweep && betas.empty()) throw InputError("rankcert construct: give --betas, or --beta with --eps-sweep");
         if (!beta_sweep && beta.empty()) throw InputError("rankcert construct: --eps-sweep needs --beta");
+        if (kron && (family != "ball" || unweighted > 0))
+            throw InputError("rankcert construct: --kron applies to the weighted ball only");
         fs::create_directories(out);
         const std::vector<std::string> params = beta_sweep ? split(betas) : split(eps_sweep);
-        const std::string base = family + (unweighted > 0 ? "-unweighted" : "") + "-" + (family == "sphere" ? "d" : "r") +
+        const std::string base = family + (unweighted > 0 ? "-unweighted" : "") + (kron ? "-kron" : "") + "-" +
+                                 (family == "sphere" ? "d" : "r") +
                                  std::to_string(dim);
         const std::string tag = base + (beta_sweep ? "-eps" + eps + "-beta-sweep" : "-beta" + beta + "-eps-sweep");
         std::vector<double> xs, Ls, Us;
@@ -96,6 +102,32 @@ int construct_main(int argc, char** argv) {
         for (std::size_t p = 0; p < params.size(); ++p) {
             const std::string b = beta_sweep ? params[p] : beta;
             const std::string e = beta_sweep ? eps : params[p];
+            if (kron) {
+                const std::string stem = base + "-beta" + b;
+                theory = beta_sweep ? dim / 2.0 : dim;
+                const EpsValue ev = parse_eps_list(e).at(0);
+                if (!quiet)
+                    std::cerr << "[" << std::fixed << std::setprecision(1)
+                              << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] "
+                              << stem << " (Kronecker power of one axis), eps " << e << "\n";
+                const KronPoint kp = kron_ball(dim, h, b, ev, out, stem,
+                                               {{"producer", std::string("rankcert construct --kron ") + RANKCERT_VERSION}});
+                if (kp.verdict != Verdict::verified) throw std::runtime_error(kp.bundle_path + " did not verify");
+                std::ifstream in(kp.bundle_path, std::ios::binary);
+                const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+                points.push_back({{"beta", b}, {"eps", e}, {"bundle", fs::relative(kp.bundle_path, out).string()},
+                                  {"sha256", sha256_hex(bytes)}, {"L", kp.lower}, {"U", kp.upper},
+                                  {"lower_kind", "kron_neumann"}, {"upper_kind", "kron_factor"},
+                                  {"points", std::pow(static_cast<double>(kp.axis_points), dim)}});
+                xs.push_back(beta_sweep ? fmpq_get_d(parse_rational_text(b, {}).get())
+                                        : 1.0 / fmpq_get_d(parse_rational_text(e, {}).get()));
+                Ls.push_back(static_cast<double>(std::max<std::uint64_t>(kp.lower, 1)));
+                Us.push_back(static_cast<double>(kp.upper));
+                if (!quiet)
+                    std::cerr << "    n = " << kp.axis_points << "^" << dim << ", L = " << kp.lower << ", U = " << kp.upper
+                              << "\n";
+                continue;
+            }
             Construction c = family == "sphere" ? sphere(dim, n, b) : ball(dim, h, b, unweighted);
             theory = beta_sweep ? c.theory : 2 * c.theory;  // eps sweeps: growth like eps^{-r} (ball), eps^{-(d-1)} (sphere)
             const std::string stem = base + "-beta" + b;

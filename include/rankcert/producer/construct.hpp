@@ -39,6 +39,24 @@ Construction ball(int r, const std::string& h, const std::string& beta, long mul
 std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps,
                                                double margin = 1e-6);
 
+// The weighted ball in dimension r as a kronecker instance (docs/theory.md,
+// "Kronecker instances"): the r-th Kronecker power of the one-axis ball on the
+// grid of spacing h in [-c, c], c = 0.9 / sqrt(r) -- the same matrix as
+// ball(r, h, beta) up to the order of the grid points, with n = n_1^r.
+// Lower: per-axis interval cells (a kron_neumann certificate with 0/1 R_k and
+// the largest prod m_k whose product cell mass exceeds (1 + eps)/2).  Upper:
+// per-axis factors from the bracket search at several axis tolerances e_k,
+// the combination of least prod k_k with telescoped error <= eps.  The bundle
+// is written to out/stem-eps<eps>.json (sidecars beside it) and verified.
+struct KronPoint {
+    std::string bundle_path;
+    std::uint64_t lower = 0, upper = 0;
+    std::size_t axis_points = 0;
+    Verdict verdict = Verdict::undecided;
+};
+KronPoint kron_ball(int r, const std::string& h, const std::string& beta, const EpsValue& eps, const std::string& out,
+                    const std::string& stem, const json& provenance);
+
 // Least-squares slope of log(y) against log(x) (float; for reports).
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);
 
