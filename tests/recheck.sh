@@ -17,6 +17,8 @@ cd "$root"
 # A sample: the hand-made bundles, every 60th real bundle, two constructions.
 sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json certificates/block-neumann/*.json;
            find certificates/real -name '*-eps*.json' | sort | awk 'NR % 60 == 1';
+           ls certificates/kron-small/*.json | grep -v sweep;
+           echo certificates/constructions/ball-kron-r3/ball-kron-r3-beta1024-eps0.1.json;
            echo certificates/constructions/ball-r1/ball-r1-beta128-eps0.1.json;
            echo certificates/constructions/sphere-d2/sphere-d2-beta16-eps0.1.json) )
 n=0
@@ -60,6 +62,32 @@ PY
 "$exe" verify --quiet --witness "$tmp/wbn.json" "$tmp/t/bn.json" > /dev/null && { echo "recheck: tampered block_neumann bundle not refuted by rankcert"; exit 1; } || true
 $rc "$rk" "$tmp/t/bn.json" "$tmp/wbn.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted block_neumann bundle:"; cat "$tmp/out"; exit 1; }
 grep -q "block_neumann: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the block_neumann refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+
+# Kronecker bundles: a cell moved from one axis's R to another column (the
+# own mass of a cell drops), and an axis factor's u scaled: refuted by both.
+kb=certificates/kron-small/ball-kron-r2-beta32-eps0.1.json
+for what in neumann factor; do
+  $rc - "$kb" "$tmp/t/kron-$what.json" "$what" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cs = {c["kind"]: c for c in d["certificates"]}
+if sys.argv[3] == "neumann":
+    r = cs["kron_neumann"]["factors"][1]["r"]["coo"]
+    r["col"][0] = 1 if r["col"][0] == 0 else 0    # key 0 joins another cell
+    d["certificates"] = [cs["kron_neumann"]]
+else:
+    f = cs["kron_factor"]["factors"][0]
+    f["u"], f["w"] = f["w"], f["u"]               # U and W swapped: another B_1
+    d["certificates"] = [cs["kron_factor"]]
+d["claim"] = {}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+  cp certificates/kron-small/*.npy "$tmp/t/" 2>/dev/null || true
+  "$exe" verify --quiet --witness "$tmp/wk.json" "$tmp/t/kron-$what.json" > /dev/null && { echo "recheck: tampered kron_$what bundle not refuted by rankcert"; exit 1; } || true
+  $rc "$rk" "$tmp/t/kron-$what.json" "$tmp/wk.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted kron_$what bundle:"; cat "$tmp/out"; exit 1; }
+  grep -q "kron_$what: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the kron_$what refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+done
+echo "recheck: tampered kron_neumann and kron_factor bundles refuted by both"
 
 # Tampered witnesses: a flipped verdict, a moved enclosure, a wrong hash.
 "$exe" verify --quiet --witness "$tmp/w.json" "$b" > /dev/null

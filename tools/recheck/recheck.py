@@ -17,7 +17,9 @@ witness file, `rankcert verify --witness`):
              precision).
 
 Every certificate kind is re-checked: factor, row_interpolative, neumann,
-block_neumann (vertex preimages per block of rows of P = Lambda A_I), tail, trivial, sandwich (both row inequalities through the Gibbs matrix of
+block_neumann (vertex preimages per block of rows of P = Lambda A_I),
+kron_factor and kron_neumann (per-factor rows of a kronecker instance, the
+telescoped error and the per-multi-index neumann row), tail, trivial, sandwich (both row inequalities through the Gibbs matrix of
 T) and profile (the exact gauge bound on kappa, the exact spectral-norm
 certificate of Z by LDL^T, the dual lower bound, q, tau, tau* and the exact
 visible dimension).
@@ -217,6 +219,13 @@ def combine(vs):
 class Instance:
     def __init__(self, j, arrays):
         self.kind = j["kind"]
+        if self.kind == "kronecker":
+            # A = A_1 (x) A_2 (x) ...: only the kron_* kinds apply; rows are never formed.
+            self.factors = [Instance(f, arrays) for f in j["factors"]]
+            self.n = self.N = 1
+            for f in self.factors:
+                self.n, self.N = self.n * f.n, self.N * f.N
+            return
         if self.kind == "matrix":
             self.n, self.N, a, _ = arrays.load(j["a"], "instance.a")
             self.a = [a[i * self.N:(i + 1) * self.N] for i in range(self.n)]
@@ -247,6 +256,8 @@ class Instance:
             self.allowed = [[m[i * c + col] != 0 for col in range(c)] for i in range(r)]
 
     def softmax(self):
+        if self.kind == "kronecker":
+            return all(f.softmax() for f in self.factors)
         return self.kind != "matrix"
 
     def logits(self, i):
@@ -450,8 +461,98 @@ def check_rows(rows_to_check, value, test):
     return combine(out), encl
 
 
+def hull(lo, hi):
+    """An interval containing the Fractions lo <= hi."""
+    return iv.mpf([ivq(lo).a, ivq(hi).b])
+
+
+def recheck_kron_factor(inst, arrays, eps, c, idx, rows_to_check, report):
+    """E = sum_k prod_{j<k}(a_j + e_j) e_k prod_{j>k} a_j <= eps, e_k the factor's worst row error."""
+    where = f"certificates[{idx}]"
+    norms = [Fraction(1) if f.softmax() else max(sum(abs(x) for x in row) for row in f.a) for f in inst.factors]
+    wdec = report["certificates"][idx].get("decisive", {}).get("factors", [])
+    e_lo, e_hi = [], []
+    for k, (f, cf) in enumerate(zip(inst.factors, c["factors"])):
+        sub = {"kind": "factor", "u": cf["u"], "w": cf["w"]}
+        _, encl = recheck_certificate(f, arrays, Fraction(1 << 200), sub, f"{idx}.factors[{k}]",
+                                      rows_to_check, report)
+        los = [ends(x)[0] for x in encl.values()]
+        his = [ends(x)[1] for x in encl.values()]
+        e_lo.append(max(max(los), Fraction(0)))
+        if len(encl) == f.n:
+            e_hi.append(max(his))
+        else:
+            # Sampled rows: rankcert's bound over all rows must hold for each of them.
+            claimed = number(wdec[k]["e_upper"][1], "witness") if k < len(wdec) else None
+            if claimed is None or e_lo[-1] > claimed:
+                return "refuted", {}
+            e_hi.append(claimed)
+
+    def tele(e):
+        total, prefix = Fraction(0), Fraction(1)
+        for k, x in enumerate(e):
+            rest = Fraction(1)
+            for a in norms[k + 1:]:
+                rest *= a
+            total += prefix * x * rest
+            prefix *= norms[k] + x
+        return total
+    lo, hi = tele(e_lo), tele(e_hi)
+    return ("verified" if hi <= eps else "refuted" if lo > eps else "undecided"), {None: hull(lo, hi)}
+
+
+def recheck_kron_neumann(inst, arrays, eps, c, idx, rows_to_check, report):
+    """Every multi-index t: |1 - prod d_k| + prod l_k - prod |d_k| < 1 - eps prod rho_k."""
+    where = f"certificates[{idx}]"
+    rho, ds, ls = Fraction(1), [], []
+    for k, (f, cf) in enumerate(zip(inst.factors, c["factors"])):
+        rows = cf["rows"]
+        Nr, m, R = dense(arrays, cf["r"], f"{where}.factors[{k}].r")
+        rho *= max(sum(abs(R[j * m + u]) for u in range(m)) for j in range(Nr))
+        nz = [(j, u, ivq(R[j * m + u])) for j in range(Nr) for u in range(m) if R[j * m + u] != 0]
+        d, l = [], []
+        for t in range(m):
+            a = f.row(rows[t])
+            v = [iv.mpf(0)] * m
+            for j, u, r in nz:
+                v[u] += a[j] * r
+            d.append(v[t])
+            l.append(sum((abs(x) for x in v), iv.mpf(0)))
+        ds.append(d)
+        ls.append(l)
+    thr = 1 - eps * rho
+    if thr <= 0:
+        return "refuted", {}
+    sizes = [len(d) for d in ds]
+    total = 1
+    for m in sizes:
+        total *= m
+
+    def multi(flat):
+        t = []
+        for m in reversed(sizes):
+            t.append(flat % m)
+            flat //= m
+        return tuple(reversed(t))
+
+    def value(key):
+        pd, pl, pa = iv.mpf(1), iv.mpf(1), iv.mpf(1)
+        for k, tk in enumerate(key):
+            pd, pl, pa = pd * ds[k][tk], pl * ls[k][tk], pa * abs(ds[k][tk])
+        return abs(1 - pd) + pl - pa
+    keys = [multi(x) for x in rows_to_check(total)]
+    dec = report["certificates"][idx].get("decisive", {}).get("t")
+    if isinstance(dec, list) and len(dec) == len(sizes) and tuple(dec) not in keys:
+        keys.append(tuple(dec))
+    return check_rows(keys, value, lambda x: lt(x, thr))
+
+
 def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
     kind, where = c["kind"], f"certificates[{idx}]"
+    if kind == "kron_factor":
+        return recheck_kron_factor(inst, arrays, eps, c, idx, rows_to_check, report)
+    if kind == "kron_neumann":
+        return recheck_kron_neumann(inst, arrays, eps, c, idx, rows_to_check, report)
     if kind == "trivial":
         if inst.softmax():
             return ("verified" if Fraction(1) > eps else "refuted"), {}
@@ -766,6 +867,8 @@ def recheck(bundle_path, witness, dps, nrows, seed, all_below):
         # The decisive enclosure in the witness must meet ours.
         key = "enclosure" if "enclosure" in decisive else "delta" if "delta" in decisive else None
         rowkey = decisive.get("row", decisive.get("t"))
+        if isinstance(rowkey, list):
+            rowkey = tuple(rowkey)  # kron_neumann: a multi-index
         ours = encl.get(rowkey) if key else encl.get("frobenius_sq")
         if key is None and "frobenius_sq" in decisive:
             key = "frobenius_sq"
