@@ -6,10 +6,12 @@ namespace rankcert::cli {
 namespace {
 
 
-// A rational interval [floor(x * 10^4), ceil(x * 10^4)] / 10^4 around x.
+// A rational interval [floor(x * 10^4) - 1, ceil(x * 10^4) + 1] / 10^4 around x:
+// x strictly inside, so that an exact slope on a grid point (1/2 from ranks
+// 6 and 12 at beta 8 and 32) is not an endpoint its enclosure could straddle.
 json slope_interval(double x) {
-    const long lo = static_cast<long>(std::floor(x * 1e4)), hi = static_cast<long>(std::ceil(x * 1e4));
-    return json::array({Rat(lo, 10000).str(), Rat(hi == lo ? hi + 1 : hi, 10000).str()});
+    const long lo = static_cast<long>(std::floor(x * 1e4)) - 1, hi = static_cast<long>(std::ceil(x * 1e4)) + 1;
+    return json::array({Rat(lo, 10000).str(), Rat(hi, 10000).str()});
 }
 
 void sweep_svg(const std::string& path, const std::string& title, const std::vector<double>& x,

@@ -62,16 +62,146 @@ void parse_kron_neumann(const json& c, const Where& w, const Instance& I, ArrayL
     cert.data = std::move(kc);
 }
 
+namespace {
+
+json multi_json(const std::vector<std::size_t>& t) {
+    json j = json::array();
+    for (auto x : t) j.push_back(x);
+    return j;
+}
+
+// Every factor rational: d_k, l_k exactly, then every multi-index.
+void decide_exact(const Instance& I, const KronNeumannCert& kc, const std::vector<std::size_t>& m, const Rat& thr,
+                  CertResult& res) {
+    const std::size_t r = m.size();
+    std::vector<std::vector<Rat>> d(r), l(r);
+    for (std::size_t k = 0; k < r; ++k) {
+        const auto& nc = kc.factors[k];
+        const Instance& f = I.factors[k];
+        d[k].resize(m[k]);
+        l[k].resize(m[k]);
+        for (std::size_t t = 0; t < m[k]; ++t) {
+            std::vector<Rat> row(m[k]);
+            for (const auto& en : nc.r.entries) fmpq_addmul(row[en.col].get(), f.a(nc.rows[t], en.row).get(), en.val.get());
+            d[k][t] = row[t];
+            for (auto& v : row) l[k][t] = l[k][t] + v.abs();
+        }
+    }
+    Rat worst(-1);
+    std::vector<std::size_t> worst_t;
+    for_each_multi(m, [&](const std::vector<std::size_t>& t, std::uint64_t) {
+        Rat pd(1), pl(1), pa(1);
+        for (std::size_t k = 0; k < r; ++k) {
+            pd = pd * d[k][t[k]];
+            pl = pl * l[k][t[k]];
+            pa = pa * d[k][t[k]].abs();
+        }
+        const Rat v = (Rat(1) - pd).abs() + pl - pa;
+        if (v > worst) {
+            worst = v;
+            worst_t = t;
+        }
+        return v < thr;
+    });
+    res.precision = "exact";
+    res.verdict = worst < thr ? Verdict::verified : Verdict::refuted;
+    res.decisive["t"] = multi_json(worst_t);
+    res.decisive["enclosure"] = endpoints_json(Endpoints{worst, worst, true});
+    res.detail = "delta (row t) = " + exact_text(worst) + (res.verdict == Verdict::verified ? " < " : " >= ") +
+                 "1 - eps*rho = " + exact_text(thr);
+}
+
+// Balls at one precision: d_k(t), l_k(t), |d_k(t)| of one factor.
+void enclose_factor(const Instance& f, const NeumannCert& nc, slong prec, const CheckOptions& opt,
+                    const std::string& label, BallVec& d, BallVec& l, BallVec& ad) {
+    const std::size_t m = nc.rows.size();
+    RowEncloser enc(f, prec);
+    BallVec rv(nc.r.entries.size());
+    for (std::size_t e = 0; e < nc.r.entries.size(); ++e) arb_set_fmpq(rv[e], nc.r.entries[e].val.get(), prec);
+    rows::parallel_for(m, opt, label, prec, [&](std::size_t t) {
+        BallVec a(f.N), row(m);
+        enc.row(nc.rows[t], a.data());
+        for (std::size_t e = 0; e < nc.r.entries.size(); ++e) {
+            const auto& en = nc.r.entries[e];
+            arb_addmul(row[en.col], a[en.row], rv[e], prec);
+        }
+        arb_set(d[t], row[t]);
+        arb_abs(ad[t], row[t]);
+        for (std::size_t s = 0; s < m; ++s) {
+            arb_abs(row[s], row[s]);
+            arb_add(l[t], l[t], row[s], prec);
+        }
+        return true;
+    });
+}
+
+// One rung of the ladder: verified when every multi-index is certainly
+// below thr (the reported t is the one with the largest upper end), refuted
+// at the first certainly at or above it.
+Verdict decide_at(const Instance& I, const KronNeumannCert& kc, const std::vector<std::size_t>& m, const Rat& thr,
+                  slong prec, const CheckOptions& opt, std::vector<std::size_t>& decisive_t, Endpoints& decisive_e) {
+    const std::size_t r = m.size();
+    std::vector<BallVec> d, l, ad;
+    for (std::size_t k = 0; k < r; ++k) {
+        d.emplace_back(m[k]);
+        l.emplace_back(m[k]);
+        ad.emplace_back(m[k]);
+        enclose_factor(I.factors[k], kc.factors[k], prec, opt, "kron_neumann " + std::to_string(k), d.back(), l.back(),
+                       ad.back());
+    }
+    Verdict verdict = Verdict::verified;
+    arf_t worst_hi, hi;
+    arf_init(worst_hi);
+    arf_init(hi);
+    bool have_worst = false;
+    Ball pd, pl, pa, v;
+    for_each_multi(m, [&](const std::vector<std::size_t>& t, std::uint64_t) {
+        arb_one(pd.get());
+        arb_one(pl.get());
+        arb_one(pa.get());
+        for (std::size_t k = 0; k < r; ++k) {
+            arb_mul(pd.get(), pd.get(), d[k][t[k]], prec);
+            arb_mul(pl.get(), pl.get(), l[k][t[k]], prec);
+            arb_mul(pa.get(), pa.get(), ad[k][t[k]], prec);
+        }
+        arb_sub_ui(v.get(), pd.get(), 1, prec);
+        arb_abs(v.get(), v.get());
+        arb_add(v.get(), v.get(), pl.get(), prec);
+        arb_sub(v.get(), v.get(), pa.get(), prec);
+        const Verdict vt = decide_lt(v.get(), thr);
+        if (vt == Verdict::refuted || (vt == Verdict::undecided && verdict == Verdict::verified)) {
+            verdict = vt;
+            decisive_t = t;
+            decisive_e = endpoints(v.get());
+            return vt != Verdict::refuted;
+        }
+        if (verdict == Verdict::verified) {
+            arb_get_ubound_arf(hi, v.get(), prec);
+            if (!have_worst || arf_cmp(hi, worst_hi) > 0) {
+                arf_set(worst_hi, hi);
+                have_worst = true;
+                decisive_t = t;
+                decisive_e = endpoints(v.get());
+            }
+        }
+        return true;
+    });
+    arf_clear(worst_hi);
+    arf_clear(hi);
+    return verdict;
+}
+
+}  // namespace
+
 CertResult check_kron_neumann(const Instance& I, const Rat& eps, const Certificate& c, const CheckOptions& opt) {
     const auto& kc = c.as<KronNeumannCert>();
     CertResult res = result_for(c);
-    const std::size_t r = kc.factors.size();
-    std::vector<std::size_t> m(r);
+    std::vector<std::size_t> m;
     Rat rho(1);
     json rhos = json::array();
-    for (std::size_t k = 0; k < r; ++k) {
-        m[k] = kc.factors[k].rows.size();
-        const Rat rk = row_sum_norm(kc.factors[k].r);
+    for (const auto& f : kc.factors) {
+        m.push_back(f.rows.size());
+        const Rat rk = row_sum_norm(f.r);
         rhos.push_back(rk.str());
         rho = rho * rk;
     }
@@ -84,142 +214,23 @@ CertResult check_kron_neumann(const Instance& I, const Rat& eps, const Certifica
         res.detail = "eps * prod ||R_k||_inf = " + exact_text(eps * rho) + " >= 1";
         return res;
     }
-    auto describe_t = [](const std::vector<std::size_t>& t) {
-        json j = json::array();
-        for (auto x : t) j.push_back(x);
-        return j;
-    };
-
-    if (!I.is_softmax() && std::none_of(I.factors.begin(), I.factors.end(), [](const Instance& f) {
-            return f.is_softmax();
-        })) {
-        // Every factor rational: exact.
-        std::vector<std::vector<Rat>> d(r), l(r);
-        for (std::size_t k = 0; k < r; ++k) {
-            const auto& nc = kc.factors[k];
-            const Instance& f = I.factors[k];
-            d[k].resize(m[k]);
-            l[k].resize(m[k]);
-            for (std::size_t t = 0; t < m[k]; ++t) {
-                std::vector<Rat> row(m[k]);
-                for (const auto& en : nc.r.entries)
-                    fmpq_addmul(row[en.col].get(), f.a(nc.rows[t], en.row).get(), en.val.get());
-                d[k][t] = row[t];
-                for (auto& v : row) l[k][t] = l[k][t] + v.abs();
-            }
-        }
-        Rat worst(-1);
-        std::vector<std::size_t> worst_t;
-        for_each_multi(m, [&](const std::vector<std::size_t>& t, std::uint64_t) {
-            Rat pd(1), pl(1), pa(1);
-            for (std::size_t k = 0; k < r; ++k) {
-                pd = pd * d[k][t[k]];
-                pl = pl * l[k][t[k]];
-                pa = pa * d[k][t[k]].abs();
-            }
-            const Rat v = (Rat(1) - pd).abs() + pl - pa;
-            if (v > worst) {
-                worst = v;
-                worst_t = t;
-            }
-            return v < thr;
-        });
-        res.precision = "exact";
-        res.verdict = worst < thr ? Verdict::verified : Verdict::refuted;
-        res.decisive["t"] = describe_t(worst_t);
-        res.decisive["enclosure"] = endpoints_json(Endpoints{worst, worst, true});
-        res.detail = "delta (row t) = " + exact_text(worst) + (res.verdict == Verdict::verified ? " < " : " >= ") +
-                     "1 - eps*rho = " + exact_text(thr);
+    if (std::none_of(I.factors.begin(), I.factors.end(), [](const Instance& f) { return f.is_softmax(); })) {
+        decide_exact(I, kc, m, thr, res);
         return res;
     }
-
     for (slong prec : rows::ladder(opt)) {
-        std::vector<BallVec> d, l, ad;
-        for (std::size_t k = 0; k < r; ++k) {
-            const auto& nc = kc.factors[k];
-            const Instance& f = I.factors[k];
-            RowEncloser enc(f, prec);
-            BallVec rv(nc.r.entries.size());
-            for (std::size_t e = 0; e < nc.r.entries.size(); ++e) arb_set_fmpq(rv[e], nc.r.entries[e].val.get(), prec);
-            d.emplace_back(m[k]);
-            l.emplace_back(m[k]);
-            ad.emplace_back(m[k]);
-            BallVec& dk = d.back();
-            BallVec& lk = l.back();
-            BallVec& adk = ad.back();
-            rows::parallel_for(m[k], opt, "kron_neumann " + std::to_string(k), prec, [&](std::size_t t) {
-                BallVec a(f.N), row(m[k]);
-                enc.row(nc.rows[t], a.data());
-                for (std::size_t e = 0; e < nc.r.entries.size(); ++e) {
-                    const auto& en = nc.r.entries[e];
-                    arb_addmul(row[en.col], a[en.row], rv[e], prec);
-                }
-                arb_set(dk[t], row[t]);
-                arb_abs(adk[t], row[t]);
-                for (std::size_t s = 0; s < m[k]; ++s) {
-                    arb_abs(row[s], row[s]);
-                    arb_add(lk[t], lk[t], row[s], prec);
-                }
-                return true;
-            });
-        }
-        Verdict verdict = Verdict::verified;
-        std::vector<std::size_t> decisive_t;
-        Endpoints decisive_e;
-        Ball worst_hi;  // only for choosing the reported row when verified
-        bool have_worst = false;
-        Ball pd, pl, pa, v;
-        for_each_multi(m, [&](const std::vector<std::size_t>& t, std::uint64_t) {
-            arb_one(pd.get());
-            arb_one(pl.get());
-            arb_one(pa.get());
-            for (std::size_t k = 0; k < r; ++k) {
-                arb_mul(pd.get(), pd.get(), d[k][t[k]], prec);
-                arb_mul(pl.get(), pl.get(), l[k][t[k]], prec);
-                arb_mul(pa.get(), pa.get(), ad[k][t[k]], prec);
-            }
-            arb_sub_ui(v.get(), pd.get(), 1, prec);
-            arb_abs(v.get(), v.get());
-            arb_add(v.get(), v.get(), pl.get(), prec);
-            arb_sub(v.get(), v.get(), pa.get(), prec);
-            const Verdict vt = decide_lt(v.get(), thr);
-            if (vt == Verdict::refuted) {
-                verdict = Verdict::refuted;
-                decisive_t = t;
-                decisive_e = endpoints(v.get());
-                return false;
-            }
-            if (vt == Verdict::undecided && verdict == Verdict::verified) {
-                verdict = Verdict::undecided;
-                decisive_t = t;
-                decisive_e = endpoints(v.get());
-            }
-            if (verdict == Verdict::verified) {
-                arf_t hi;
-                arf_init(hi);
-                arb_get_ubound_arf(hi, v.get(), prec);
-                Ball h;
-                arb_set_arf(h.get(), hi);
-                arf_clear(hi);
-                if (!have_worst || arb_gt(h.get(), worst_hi.get())) {
-                    arb_set(worst_hi.get(), h.get());
-                    have_worst = true;
-                    decisive_t = t;
-                    decisive_e = endpoints(v.get());
-                }
-            }
-            return true;
-        });
-        res.verdict = verdict;
+        std::vector<std::size_t> t;
+        Endpoints e;
+        res.verdict = decide_at(I, kc, m, thr, prec, opt, t, e);
         res.precision = std::to_string(prec);
-        res.decisive["t"] = describe_t(decisive_t);
-        res.decisive["enclosure"] = endpoints_json(decisive_e);
-        const std::string what = "delta (row t) in " + interval_text(decisive_e);
-        if (verdict == Verdict::verified) {
+        res.decisive["t"] = multi_json(t);
+        res.decisive["enclosure"] = endpoints_json(e);
+        const std::string what = "delta (row t) in " + interval_text(e);
+        if (res.verdict == Verdict::verified) {
             res.detail = what + ", rho = " + exact_text(rho) + ": delta + eps*rho < 1";
             break;
         }
-        if (verdict == Verdict::refuted) {
+        if (res.verdict == Verdict::refuted) {
             res.detail = what + " >= 1 - eps*rho = " + exact_text(thr);
             break;
         }
