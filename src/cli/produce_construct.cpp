@@ -83,6 +83,9 @@ int construct_main(int argc, char** argv) {
     app.add_option("--eps", eps, "eps for a beta sweep (default 0.1)");
     app.add_option("--eps-sweep", eps_sweep, "eps values for a sweep at fixed --beta");
     app.add_option("--fit-top", fit_top, "Fit the slope over this many largest parameter values (default: half, at least 3)");
+    double point_budget = 2.0;
+    app.add_option("--time-budget", point_budget, "Seconds of search per point and eps (default 2)")
+        ->check(CLI::NonNegativeNumber);
     app.add_option("--out", out, "Output folder");
     app.add_flag("-q,--quiet", quiet, "No progress output");
     return run_command(app, argc, argv, "rankcert construct", [&]() -> int {
@@ -139,8 +142,8 @@ int construct_main(int argc, char** argv) {
             opt.stem = stem;
             opt.lp = false;
             opt.interpolative = false;
-            // Sweeps bracket many instances: 2 s of search per eps each.
-            opt.time_budget = 2.0 * static_cast<double>(opt.eps.size());
+            // Sweeps bracket many instances: --time-budget (2 s) of search per eps each.
+            opt.time_budget = point_budget * static_cast<double>(opt.eps.size());
             opt.provenance = {{"construction", c.family}, {"dimension", c.dim}, {"beta", b},
                               {"points", c.queries.rows()}, {"producer", std::string("rankcert construct ") + RANKCERT_VERSION}};
             if (c.family == "ball") opt.provenance["grid_spacing"] = h;
