@@ -206,10 +206,38 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
         }
         return centres;
     };
+    // Nearest-centre cells are uneven on scattered points, and the worst cell
+    // decides (2 (1 - own mass) + eps < 1).  Move keys into the cell of
+    // smallest own mass, each time the key it gains most from, as long as the
+    // cell giving it up stays above that smallest mass.
+    auto rebalance = [&](const std::vector<Eigen::Index>& centres, std::vector<std::size_t>& cell) {
+        const std::size_t m = centres.size();
+        std::vector<double> own(m, 0.0);
+        for (Eigen::Index j = 0; j < N; ++j) {
+            const std::size_t t = cell[static_cast<std::size_t>(j)];
+            own[t] += A(centres[t], j);
+        }
+        for (std::size_t it = 0; it < 10 * m; ++it) {
+            const std::size_t t = static_cast<std::size_t>(std::min_element(own.begin(), own.end()) - own.begin());
+            Eigen::Index best_j = -1;
+            double gain = 0;
+            for (Eigen::Index j = 0; j < N; ++j) {
+                const std::size_t s = cell[static_cast<std::size_t>(j)];
+                if (s == t || own[s] - A(centres[s], j) <= own[t]) continue;
+                if (A(centres[t], j) > gain) { gain = A(centres[t], j); best_j = j; }
+            }
+            if (best_j < 0 || gain <= 0) break;
+            const std::size_t s = cell[static_cast<std::size_t>(best_j)];
+            own[s] -= A(centres[s], best_j);
+            own[t] += gain;
+            cell[static_cast<std::size_t>(best_j)] = t;
+        }
+    };
     auto check = [&](const std::vector<Eigen::Index>& centres) -> std::optional<NeumannCandidate> {
         const std::size_t m = centres.size();
         std::vector<std::size_t> cell(static_cast<std::size_t>(N));
         for (Eigen::Index j = 0; j < N; ++j) cell[static_cast<std::size_t>(j)] = nearest(keys, j, centres, queries);
+        rebalance(centres, cell);
         double worst = 0;
         for (std::size_t t = 0; t < m; ++t) {
             Vec mass = Vec::Zero(static_cast<Eigen::Index>(m));
