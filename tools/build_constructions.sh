@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Rebuild certificates/constructions: certified sweeps of the sharp-exponent
 # families (docs/constructions.md) and their sweep witnesses and plots.
-# About 5 minutes on 2 cores.  usage: tools/build_constructions.sh
+# About 15 minutes on 2 cores.  usage: [OUT=DIR] tools/build_constructions.sh
+# (OUT: build somewhere else, e.g. to compare with the committed sweeps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=certificates/constructions
+out=${OUT:-certificates/constructions}
 rc=build/rankcert
 [ -x "$rc" ] || ./build.sh build
 rm -rf "$out"
