@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild certificates/constructions: certified sweeps of the sharp-exponent
 # families (docs/constructions.md) and their sweep witnesses and plots.
-# About 15 minutes on 2 cores.  usage: [OUT=DIR] tools/build_constructions.sh
+# About 13 minutes on 2 cores.  usage: [OUT=DIR] tools/build_constructions.sh
 # (OUT: build somewhere else, e.g. to compare with the committed sweeps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
