@@ -41,24 +41,23 @@ struct Dense {
         return dense(r, c, d);
     }
 };
-Dense kron_product(const Dense& a, const Dense& b) {
+// The Kronecker combination p_(ik),(jl) = op(a_ij, b_kl).
+template <class Op>
+Dense kron_combine(const Dense& a, const Dense& b, Op op) {
     Dense p{a.r * b.r, a.c * b.c, {}};
     p.v.resize(p.r * p.c);
     for (std::size_t i = 0; i < a.r; ++i)
         for (std::size_t j = 0; j < a.c; ++j)
             for (std::size_t k = 0; k < b.r; ++k)
-                for (std::size_t l = 0; l < b.c; ++l) p.v[(i * b.r + k) * p.c + j * b.c + l] = a(i, j) * b(k, l);
+                for (std::size_t l = 0; l < b.c; ++l) p.v[(i * b.r + k) * p.c + j * b.c + l] = op(a(i, j), b(k, l));
     return p;
+}
+Dense kron_product(const Dense& a, const Dense& b) {
+    return kron_combine(a, b, [](const Rat& x, const Rat& y) { return x * y; });
 }
 // Logits of A_1 (x) A_2 for softmax factors: S_(ik),(jl) = S1_ij + S2_kl.
 Dense kron_sum(const Dense& a, const Dense& b) {
-    Dense p{a.r * b.r, a.c * b.c, {}};
-    p.v.resize(p.r * p.c);
-    for (std::size_t i = 0; i < a.r; ++i)
-        for (std::size_t j = 0; j < a.c; ++j)
-            for (std::size_t k = 0; k < b.r; ++k)
-                for (std::size_t l = 0; l < b.c; ++l) p.v[(i * b.r + k) * p.c + j * b.c + l] = a(i, j) + b(k, l);
-    return p;
+    return kron_combine(a, b, [](const Rat& x, const Rat& y) { return x + y; });
 }
 Dense random_dense(Rng& rng, std::size_t r, std::size_t c, long bound, const Rat& diag = Rat()) {
     Dense d{r, c, {}};
@@ -220,6 +219,10 @@ TEST_CASE("kron kinds: tampered certificates and malformed instances are refused
         REQUIRE(verdict_of(dir, sq, eps, bad) == Verdict::refuted);
         REQUIRE(verdict_of(dir, sq, Rat(1, 8), bad) == Verdict::verified);  // E = 1/8 exactly
         REQUIRE(verdict_of(dir, sq, Rat(1, 8) - pow10neg(40), bad) == Verdict::refuted);
+    }
+    SECTION("a factor of rank above min(n_k, N_k): refused, so the product rank cannot wrap around") {
+        const json wide = kfactor({{identity(2), identity(2)}, {dense(2, 3, {1, 0, 0, 0, 1, 0}), dense(2, 3, {1, 0, 0, 0, 1, 0})}}, 6);
+        REQUIRE_THROWS_WITH(run(dir, bundle_json(sq, eps, {wide})), Catch::Contains("factors[1].u") && Catch::Contains("min(n_k, N_k)"));
     }
     SECTION("claimed rank not the product") {
         json bad = r22;

@@ -51,6 +51,14 @@ std::pair<Rat, Rat> parse_interval(const json& obj, const char* key, const Where
     return {lo, hi};
 }
 
+const json& kron_factor_list(const json& c, const Where& w, const Instance& I, const std::string& what) {
+    const json& fs = require(c, "factors", w);
+    if (!fs.is_array() || fs.size() != I.factors.size())
+        throw InputError(w.key("factors"), "must list one factor " + what + " per factor of the instance (" +
+                                               std::to_string(I.factors.size()) + ")");
+    return fs;
+}
+
 Matrix load_shaped(const json& c, const char* key, const Where& w, ArrayLoader& L, std::size_t rows, std::size_t cols,
                    const std::string& what) {
     Matrix m = L.load(require(c, key, w), w.key(key));

@@ -21,6 +21,9 @@ std::vector<std::size_t> parse_rows(const json& j, const Where& w, std::size_t n
 void check_rank(const json& c, const Where& w, std::uint64_t expected, Certificate& cert, bool required);
 // An exact interval [lo, hi] with lo <= hi.
 std::pair<Rat, Rat> parse_interval(const json& obj, const char* key, const Where& w);
+// The "factors" list of a kron_* certificate: one entry per factor of the
+// kronecker instance I (`what` names an entry's fields in the error).
+const json& kron_factor_list(const json& c, const Where& w, const Instance& I, const std::string& what);
 // A matrix field with the given shape.
 Matrix load_shaped(const json& c, const char* key, const Where& w, ArrayLoader& L, std::size_t rows, std::size_t cols,
                    const std::string& what);

@@ -43,10 +43,7 @@ Rat telescoped(const std::vector<Rat>& e, const std::vector<Rat>& a) {
 }  // namespace
 
 void parse_kron_factor(const json& c, const Where& w, const Instance& I, ArrayLoader& L, Certificate& cert) {
-    const json& fs = require(c, "factors", w);
-    if (!fs.is_array() || fs.size() != I.factors.size())
-        throw InputError(w.key("factors"), "must list one factor {u, w} per factor of the instance (" +
-                                               std::to_string(I.factors.size()) + ")");
+    const json& fs = kron_factor_list(c, w, I, "{u, w}");
     KronFactorCert kc;
     std::uint64_t rank = 1;
     for (std::size_t k = 0; k < fs.size(); ++k) {
@@ -59,7 +56,12 @@ void parse_kron_factor(const json& c, const Where& w, const Instance& I, ArrayLo
         if (fc.u.is_vector && fc.u.rows == f.n) kk = 1;
         expect_shape(fc.u, f.n, kk, wk.key("u"), "n_k x k_k");
         expect_shape(fc.w, f.N, kk, wk.key("w"), "N_k x k_k");
-        rank *= kk;  // kk <= 2^24 and at most 4 factors: no overflow
+        // A factor of rank above min(n_k, N_k) proves nothing; refusing it
+        // keeps prod k_k <= prod min(n_k, N_k) <= 2^62 (no wrap-around).
+        if (kk > std::min(f.n, f.N))
+            throw InputError(wk.key("u"), "has k_k = " + std::to_string(kk) + " columns, more than min(n_k, N_k) = " +
+                                              std::to_string(std::min(f.n, f.N)));
+        rank *= kk;
         kc.factors.push_back(std::move(fc));
     }
     check_rank(c, w, rank, cert, true);
@@ -83,7 +85,9 @@ CertResult check_kron_factor(const Instance& I, const Rat& eps, const Certificat
         CombinationRows q(I.factors[k], f.u, f.u.cols, &f.w, nullptr);
         const rows::RowOutcome o =
             rows::decide_rows(q, {{thr, false}}, opt, "kron_factor " + std::to_string(k));
-        if (o.precision != "fast") worst_precision = o.precision;
+        // The highest precision any axis needed ("fast" < bits < "exact").
+        auto level = [](const std::string& p) { return p == "exact" ? 1L << 40 : p == "fast" ? 0L : std::stol(p); };
+        if (level(o.precision) > level(worst_precision)) worst_precision = o.precision;
         const std::string encl = o.enclosure.empty() ? "" : interval_text(o.enclosure[0]);
         per.push_back({{"factor", k},
                        {"norm_a", a[k].str()},

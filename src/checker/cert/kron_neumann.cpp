@@ -35,10 +35,7 @@ void for_each_multi(const std::vector<std::size_t>& m, Fn fn) {
 }  // namespace
 
 void parse_kron_neumann(const json& c, const Where& w, const Instance& I, ArrayLoader& L, Certificate& cert) {
-    const json& fs = require(c, "factors", w);
-    if (!fs.is_array() || fs.size() != I.factors.size())
-        throw InputError(w.key("factors"), "must list one factor {rows, r} per factor of the instance (" +
-                                               std::to_string(I.factors.size()) + ")");
+    const json& fs = kron_factor_list(c, w, I, "{rows, r}");
     KronNeumannCert kc;
     std::uint64_t rank = 1;
     for (std::size_t k = 0; k < fs.size(); ++k) {
