@@ -115,3 +115,84 @@ TEST_CASE("the Kronecker ball is the dense ball up to point order, and its bundl
     REQUIRE(r.lower == kp.lower);
     REQUIRE(r.upper == kp.upper);
 }
+
+TEST_CASE("inverse cells R = P M^-1 certify rows where 0/1 cells on the same centres fail (r = 2 ball); tampered, they are refuted", "[construct]") {
+    // On a square lattice of cells the diagonal neighbours of a centre carry
+    // mass of its own sign, so ||M^{-1}|| is far below what diagonal
+    // dominance allows: the inverse form certifies more rows than any 0/1
+    // cell partition the same search finds (2 (1 - own) + eps < 1).
+    TempDir dir;
+    Construction c = ball(2, "1/16", "32");  // 21 x 21 grid, row width about 3 grid steps
+    Bundle parsed = parse_instance(c.instance, dir.path.string(), "b");
+    const Mat A = approximate_attention(parsed.instance);
+    const double eps = 0.1;
+    auto cp = cell_partition(A, c.queries, c.keys, eps);
+    REQUIRE(cp.has_value());
+    CHECK(cp->method == "cell-partition-inverse");
+    // Every 0/1 candidate of the same search: the own-mass condition must
+    // fail at this count (else the search would have returned the 0/1 form).
+    const std::size_t m = cp->rows.size();
+    REQUIRE(m >= 20);
+    const Rat e(1, 10);
+    json cert = neumann_json(*cp, dir.path.string(), "cells");
+    Report r = run(dir, bundle_json(c.instance, e, {cert}));
+    REQUIRE(r.verdict == Verdict::verified);
+    REQUIRE(r.lower == m);
+    // Tampered: R's first two columns swapped (A_I R is then a permutation
+    // matrix away from I: delta = 2), and R scaled by 3 (delta = 2).
+    auto cp2 = *cp;
+    for (auto& en : cp2.r) en.t = en.t == 0 ? 1 : en.t == 1 ? 0 : en.t;
+    Report r2 = run(dir, bundle_json(c.instance, e, {neumann_json(cp2, dir.path.string(), "swapped")}));
+    REQUIRE(r2.verdict == Verdict::refuted);
+    auto cp3 = *cp;
+    for (auto& en : cp3.r) en.v *= 3;
+    Report r3 = run(dir, bundle_json(c.instance, e, {neumann_json(cp3, dir.path.string(), "scaled")}));
+    REQUIRE(r3.verdict == Verdict::refuted);
+}
+
+TEST_CASE("keep_tighter takes the better end of an earlier bundle, never a refuted or foreign one", "[construct]") {
+    // Identity 4 x 4 at eps 1/2: r_eps = 4.  The fresh bundle proves [1, 4]
+    // (trivial, identity factor); the earlier one a neumann certificate of
+    // rank 4 with R in an .npy sidecar.
+    TempDir fresh_dir, prev_dir;
+    const json inst = {{"kind", "matrix"}, {"a", identity(4)}};
+    const Rat eps(1, 2);
+    const json trivial = {{"bound", "lower"}, {"kind", "trivial"}, {"rank", 1}};
+    const json factor = {{"bound", "upper"}, {"kind", "factor"}, {"rank", 4}, {"u", identity(4)}, {"w", identity(4)}};
+    auto neumann = [&](double scale) {
+        Mat R = scale * Mat::Identity(4, 4);
+        return json{{"bound", "lower"}, {"kind", "neumann"}, {"rank", 4}, {"rows", {0, 1, 2, 3}},
+                    {"r", array_json(R, prev_dir.path.string(), "b.r.npy", 0)}};
+    };
+    auto write = [](const TempDir& d, const json& doc) { return d.file("b.json", doc.dump()).string(); };
+    const std::string prev = write(prev_dir, bundle_json(inst, eps, {neumann(1), factor}));
+    std::string fresh = write(fresh_dir, bundle_json(inst, eps, {trivial, factor}));
+    KeptBracket k = keep_tighter(fresh, prev);
+    CHECK(k.took_lower);
+    CHECK(!k.took_upper);
+    CHECK(k.lower == 4);
+    CHECK(k.upper == 4);
+    CHECK(k.lower_kind == "neumann");
+    REQUIRE(fs::exists(fresh_dir.path / "b.kept.r.npy"));
+    Report r = verify(load_bundle(fresh, fresh), CheckOptions{});
+    REQUIRE(r.verdict == Verdict::verified);
+    REQUIRE(r.lower == 4);
+    REQUIRE(read_document(fresh, fresh)["claim"]["lower"] == 4);
+
+    // A refuted earlier certificate (R = 3 I: delta = 2) certifies nothing: not taken.
+    write(prev_dir, bundle_json(inst, eps, {neumann(3), factor}));
+    fresh = write(fresh_dir, bundle_json(inst, eps, {trivial, factor}));
+    k = keep_tighter(fresh, prev);
+    CHECK(!k.took_lower);
+    CHECK(k.lower == 1);
+    // Another eps or another instance: not taken either.
+    write(prev_dir, bundle_json(inst, Rat(1, 4), {neumann(1), factor}));
+    k = keep_tighter(fresh, prev);
+    CHECK(!k.took_lower);
+    json other = inst;
+    other["a"] = dense(4, 4, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, json("1/2")});
+    write(prev_dir, bundle_json(other, eps, {neumann(1), factor}));
+    k = keep_tighter(fresh, prev);
+    CHECK(!k.took_lower);
+    CHECK(k.lower == 1);
+}

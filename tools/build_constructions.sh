@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Rebuild certificates/constructions: certified sweeps of the sharp-exponent
 # families (docs/constructions.md) and their sweep witnesses and plots.
-# About 13 minutes on 2 cores.  usage: [OUT=DIR] tools/build_constructions.sh
-# (OUT: build somewhere else, e.g. to compare with the committed sweeps)
+# About 15 minutes on 2 cores.  usage: [OUT=DIR] [KEEP=DIR] tools/build_constructions.sh
+# (OUT: build somewhere else, e.g. to compare with the committed sweeps;
+#  KEEP: an earlier build, e.g. certificates/constructions: every point keeps
+#  whichever end of its bracket is tighter, `construct --keep-from`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-certificates/constructions}
@@ -10,7 +12,17 @@ rc=build/rankcert
 [ -x "$rc" ] || ./build.sh build
 rm -rf "$out"
 mkdir -p "$out"
-run() { echo "+ rankcert construct $*" >&2; "$rc" construct "$@" -q; }
+keep=${KEEP:-}
+if [ -n "$keep" ] && [ "$(realpath -m "$keep")" = "$(realpath -m "$out")" ]; then
+  echo "build_constructions.sh: KEEP must differ from OUT (OUT is rebuilt from scratch)" >&2
+  exit 2
+fi
+run() {
+  local extra=() prev=""
+  for a in "$@"; do [ "$prev" = --out ] && [ -n "$keep" ] && extra=(--keep-from "$keep/$(basename "$a")"); prev=$a; done
+  echo "+ rankcert construct $* ${extra[*]}" >&2
+  "$rc" construct "$@" "${extra[@]}" -q
+}
 # beta sweeps at eps = 0.1 (fit over the four largest beta)
 run sphere --d 2 --n 300  --betas 16,32,64,128,256,512       --eps 0.1 --fit-top 4 --out "$out/sphere-d2"
 run sphere --d 3 --n 1200 --betas 4,8,16,32,64               --eps 0.1 --fit-top 4 --time-budget 40 --out "$out/sphere-d3"

@@ -87,6 +87,10 @@ int construct_main(int argc, char** argv) {
     app.add_option("--time-budget", point_budget, "Seconds of search per point and eps (default 2)")
         ->check(CLI::NonNegativeNumber);
     app.add_option("--out", out, "Output folder");
+    std::string keep_from;
+    app.add_option("--keep-from", keep_from,
+                   "Folder of an earlier run of the same sweep: each point keeps whichever end (L from one, U from the "
+                   "other) is tighter, so a rebuild never widens a bracket");
     app.add_flag("-q,--quiet", quiet, "No progress output");
     return run_command(app, argc, argv, "rankcert construct", [&]() -> int {
         const bool beta_sweep = eps_sweep.empty();
@@ -104,6 +108,13 @@ int construct_main(int argc, char** argv) {
         json points = json::array();
         double theory = 0;
         const auto start = std::chrono::steady_clock::now();
+        auto keep = [&](const std::string& bundle) {
+            const std::string prev = (fs::path(keep_from) / fs::path(bundle).filename()).string();
+            const KeptBracket kb = keep_tighter(bundle, prev);
+            if (!quiet && (kb.took_lower || kb.took_upper))
+                std::cerr << "    kept from " << prev << ":" << (kb.took_lower ? " L" : "") << (kb.took_upper ? " U" : "") << "\n";
+            return kb;
+        };
         for (std::size_t p = 0; p < params.size(); ++p) {
             const std::string b = beta_sweep ? params[p] : beta;
             const std::string e = beta_sweep ? eps : params[p];
@@ -115,14 +126,22 @@ int construct_main(int argc, char** argv) {
                     std::cerr << "[" << std::fixed << std::setprecision(1)
                               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] "
                               << stem << " (Kronecker power of one axis), eps " << e << "\n";
-                const KronPoint kp = kron_ball(dim, h, b, ev, out, stem,
-                                               {{"producer", std::string("rankcert construct --kron ") + RANKCERT_VERSION}});
+                KronPoint kp = kron_ball(dim, h, b, ev, out, stem,
+                                         {{"producer", std::string("rankcert construct --kron ") + RANKCERT_VERSION}});
                 if (kp.verdict != Verdict::verified) throw std::runtime_error(kp.bundle_path + " did not verify");
+                std::string lkind = "kron_neumann", ukind = "kron_factor";
+                if (!keep_from.empty()) {
+                    const KeptBracket kb = keep(kp.bundle_path);
+                    kp.lower = kb.lower;
+                    kp.upper = kb.upper;
+                    lkind = kb.lower_kind;
+                    ukind = kb.upper_kind;
+                }
                 std::ifstream in(kp.bundle_path, std::ios::binary);
                 const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
                 points.push_back({{"beta", b}, {"eps", e}, {"bundle", fs::relative(kp.bundle_path, out).string()},
                                   {"sha256", sha256_hex(bytes)}, {"L", kp.lower}, {"U", kp.upper},
-                                  {"lower_kind", "kron_neumann"}, {"upper_kind", "kron_factor"},
+                                  {"lower_kind", lkind}, {"upper_kind", ukind},
                                   {"points", std::pow(static_cast<double>(kp.axis_points), dim)}});
                 xs.push_back(beta_sweep ? fmpq_get_d(parse_rational_text(b, {}).get())
                                         : 1.0 / fmpq_get_d(parse_rational_text(e, {}).get()));
@@ -150,13 +169,23 @@ int construct_main(int argc, char** argv) {
             Bundle parsed = parse_instance(c.instance, out, stem);
             const Mat A = approximate_attention(parsed.instance);
             for (const auto& ev : opt.eps)
-                if (auto cp = cell_partition(A, c.queries, c.keys, ev.approx)) opt.hints.push_back(neumann_json(*cp, out, stem + "-eps" + ev.text + ".cells"));
+                if (auto cp = cell_partition(A, c.queries, c.keys, ev.approx, 0.5 * point_budget)) {
+                    compact_neumann(A, ev.approx, *cp, 1e-6);
+                    opt.hints.push_back(neumann_json(*cp, out, stem + "-eps" + ev.text + ".cells"));
+                }
             if (!quiet)
                 std::cerr << "[" << std::fixed << std::setprecision(1)
                           << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] " << stem
                           << " (n = " << c.queries.rows() << "), eps " << e << "\n";
             auto res = run_bracket(c.instance, opt).at(0);
             if (res.verdict != Verdict::verified) throw std::runtime_error(res.bundle_path + " did not verify");
+            if (!keep_from.empty()) {
+                const KeptBracket kb = keep(res.bundle_path);
+                res.lower = kb.lower;
+                res.upper = kb.upper;
+                res.lower_kind = kb.lower_kind;
+                res.upper_kind = kb.upper_kind;
+            }
             const fs::path rel = fs::relative(res.bundle_path, out);
             std::ifstream in(res.bundle_path, std::ios::binary);
             const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

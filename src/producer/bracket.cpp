@@ -47,6 +47,49 @@ std::vector<EpsValue> parse_eps_list(const std::string& text) {
     return out;
 }
 
+// Make a Neumann candidate small on disk: drop the smallest entries of R
+// (an inverse of a near-triangular block has many tiny ones) while the float
+// value keeps half of its slack below 1 - margin, then round the values to
+// float16 or float32 when the value still passes.
+void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin) {
+    if (c.r.empty()) return;
+    const double limit = 1 - margin, keep_slack = (limit - c.float_value) / 2;
+    if (keep_slack > 0) {
+        std::vector<double> mags;
+        for (const auto& e : c.r) mags.push_back(std::abs(e.v));
+        std::sort(mags.begin(), mags.end());
+        // Bisection over the number of smallest entries dropped.
+        std::size_t lo = 0, hi = mags.size() - 1;
+        auto pruned = [&](std::size_t drop) {
+            const double theta = drop ? mags[drop - 1] : -1;
+            std::vector<NeumannCandidate::Entry> r;
+            for (const auto& e : c.r)
+                if (std::abs(e.v) > theta) r.push_back(e);
+            return r;
+        };
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo + 1) / 2;
+            if (neumann_float_value(A, eps, c.rows, pruned(mid), c.N) <= limit - keep_slack) lo = mid;
+            else hi = mid - 1;
+        }
+        if (lo > 0) {
+            c.r = pruned(lo);
+            c.float_value = neumann_float_value(A, eps, c.rows, c.r, c.N);
+        }
+    }
+    for (auto round : {+[](double v) { return static_cast<double>(static_cast<_Float16>(v)); },
+                       +[](double v) { return static_cast<double>(static_cast<float>(v)); }}) {
+        auto r = c.r;
+        for (auto& e : r) e.v = round(e.v);
+        const double v = neumann_float_value(A, eps, c.rows, r, c.N);
+        if (v < limit) {
+            c.r = std::move(r);
+            c.float_value = v;
+            return;
+        }
+    }
+}
+
 namespace {
 
 std::string read_file(const fs::path& p) {
@@ -145,49 +188,6 @@ void compact_factor(const Mat& A, FactorCandidate& c, double target) {
             c.U = std::move(U);
             c.W = std::move(W);
             c.float_error = e;
-            return;
-        }
-    }
-}
-
-// Make a Neumann candidate small on disk: drop the smallest entries of R
-// (an inverse of a near-triangular block has many tiny ones) while the float
-// value keeps half of its slack below 1 - margin, then round the values to
-// float16 or float32 when the value still passes.
-void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin) {
-    if (c.r.empty()) return;
-    const double limit = 1 - margin, keep_slack = (limit - c.float_value) / 2;
-    if (keep_slack > 0) {
-        std::vector<double> mags;
-        for (const auto& e : c.r) mags.push_back(std::abs(e.v));
-        std::sort(mags.begin(), mags.end());
-        // Bisection over the number of smallest entries dropped.
-        std::size_t lo = 0, hi = mags.size() - 1;
-        auto pruned = [&](std::size_t drop) {
-            const double theta = drop ? mags[drop - 1] : -1;
-            std::vector<NeumannCandidate::Entry> r;
-            for (const auto& e : c.r)
-                if (std::abs(e.v) > theta) r.push_back(e);
-            return r;
-        };
-        while (lo < hi) {
-            const std::size_t mid = lo + (hi - lo + 1) / 2;
-            if (neumann_float_value(A, eps, c.rows, pruned(mid), c.N) <= limit - keep_slack) lo = mid;
-            else hi = mid - 1;
-        }
-        if (lo > 0) {
-            c.r = pruned(lo);
-            c.float_value = neumann_float_value(A, eps, c.rows, c.r, c.N);
-        }
-    }
-    for (auto round : {+[](double v) { return static_cast<double>(static_cast<_Float16>(v)); },
-                       +[](double v) { return static_cast<double>(static_cast<float>(v)); }}) {
-        auto r = c.r;
-        for (auto& e : r) e.v = round(e.v);
-        const double v = neumann_float_value(A, eps, c.rows, r, c.N);
-        if (v < limit) {
-            c.r = std::move(r);
-            c.float_value = v;
             return;
         }
     }

@@ -155,7 +155,8 @@ Construction ball(int r, const std::string& h_text, const std::string& beta_text
     return cst;
 }
 
-std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps, double margin) {
+std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps, double seconds,
+                                               double margin) {
     const auto n = A.rows(), N = A.cols();
     // Farthest-point order of the queries.
     std::vector<Eigen::Index> order{0};
@@ -233,26 +234,57 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
             cell[static_cast<std::size_t>(best_j)] = t;
         }
     };
-    auto check = [&](const std::vector<Eigen::Index>& centres) -> std::optional<NeumannCandidate> {
-        const std::size_t m = centres.size();
+    // Two forms of the certificate on the same cells, M the m x m matrix of
+    // cell masses (M_ts = mass of cell s in centre row t):
+    //  * 0/1:     R = P (key-cell indicator), rho = 1, delta = 2 (1 - min own);
+    //  * inverse: R = P M^{-1}, delta = 0 (A_I R = I), rho = ||M^{-1}||_inf.
+    // The inverse form is never weaker (delta < 1 - eps makes M diagonally
+    // dominant with ||M^{-1}|| <= 1/(1 - delta)) and much stronger where the
+    // sign pattern of the worst vector is frustrated: on a square lattice of
+    // cells the diagonal neighbours of a centre carry mass of its own sign.
+    // Measured on the r = 2 ball at beta 128 (41^2 points): 52 rows with
+    // rebalanced 0/1 cells, 64 (square) and 68 (hexagonal lattice) inverse.
+    auto cells_of = [&](const std::vector<Eigen::Index>& centres, bool balance) {
         std::vector<std::size_t> cell(static_cast<std::size_t>(N));
         for (Eigen::Index j = 0; j < N; ++j) cell[static_cast<std::size_t>(j)] = nearest(keys, j, centres, queries);
-        rebalance(centres, cell);
-        double worst = 0;
-        for (std::size_t t = 0; t < m; ++t) {
-            Vec mass = Vec::Zero(static_cast<Eigen::Index>(m));
-            for (Eigen::Index j = 0; j < N; ++j) mass(static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) += A(centres[t], j);
-            mass(static_cast<Eigen::Index>(t)) -= 1;
-            worst = std::max(worst, mass.cwiseAbs().sum());
+        if (balance) rebalance(centres, cell);
+        return cell;
+    };
+    auto check = [&](const std::vector<Eigen::Index>& centres) -> std::optional<NeumannCandidate> {
+        const std::size_t m = centres.size();
+        const auto mi = static_cast<Eigen::Index>(m);
+        std::optional<NeumannCandidate> out;
+        for (bool balance : {true, false}) {
+            const auto cell = cells_of(centres, balance);
+            Mat M = Mat::Zero(mi, mi);
+            for (std::size_t t = 0; t < m; ++t)
+                for (Eigen::Index j = 0; j < N; ++j)
+                    M(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) += A(centres[t], j);
+            const double worst = max_row_l1(Mat::Identity(mi, mi) - M);
+            NeumannCandidate c;
+            c.N = static_cast<std::size_t>(N);
+            for (std::size_t t = 0; t < m; ++t) c.rows.push_back(static_cast<std::size_t>(centres[t]));
+            if (worst + eps < 1 - margin) {
+                c.method = "cell-partition";
+                c.float_value = worst + eps;
+                for (Eigen::Index j = 0; j < N; ++j) c.r.push_back({static_cast<std::size_t>(j), cell[static_cast<std::size_t>(j)], 1.0});
+                return c;  // the 0/1 form: rho = 1 exactly, a sparse R
+            }
+            if (out) continue;
+            Eigen::PartialPivLU<Mat> lu(M);
+            if (!(std::abs(lu.determinant()) > 0)) continue;
+            const Mat Minv = lu.inverse();
+            const double rho = Minv.cwiseAbs().rowwise().sum().maxCoeff();
+            if (!(eps * rho < 1 - 100 * margin)) continue;
+            c.method = "cell-partition-inverse";
+            for (Eigen::Index j = 0; j < N; ++j) {
+                const auto s = static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)]);
+                for (Eigen::Index t = 0; t < mi; ++t) c.r.push_back({static_cast<std::size_t>(j), static_cast<std::size_t>(t), Minv(s, t)});
+            }
+            c.float_value = neumann_float_value(A, eps, c.rows, c.r, c.N);
+            if (c.float_value < 1 - margin) out = std::move(c);
         }
-        if (worst + eps >= 1 - margin) return std::nullopt;
-        NeumannCandidate c;
-        c.N = static_cast<std::size_t>(N);
-        c.method = "cell-partition";
-        c.float_value = worst + eps;
-        for (std::size_t t = 0; t < m; ++t) c.rows.push_back(static_cast<std::size_t>(centres[t]));
-        for (Eigen::Index j = 0; j < N; ++j) c.r.push_back({static_cast<std::size_t>(j), cell[static_cast<std::size_t>(j)], 1.0});
-        return c;
+        return out;
     };
     auto attempt = [&](std::size_t m) { return check(kmeans_centres(m)); };
     // Strategy B: a greedy s-separated set of queries in lexicographic order
@@ -303,7 +335,31 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
         if (auto c = attempt(m)) { best = c; misses = 0; }
         else ++misses;
     }
-    if (best_b && best_b->rows.size() > best->rows.size()) return best_b;
+    if (best_b && best_b->rows.size() > best->rows.size()) best = best_b;
+    // Past the last count that P M^{-1} certifies, R = P M^{-1} (eps rho a
+    // little above 1) is a good start for the smooth minimax over all of R
+    // (delta + eps rho, neumann_smooth.cpp), which trades a small delta for a
+    // smaller rho.  One count at a time while it succeeds and time remains.
+    const Deadline dl = Deadline{}.within(seconds);
+    for (std::size_t m = best->rows.size() + 1, misses = 0; seconds > 0 && m <= order.size() && misses < 2 && !dl.expired(); ++m) {
+        const auto centres = kmeans_centres(m);
+        const auto mi = static_cast<Eigen::Index>(m);
+        std::optional<NeumannCandidate> got;
+        for (bool balance : {true, false}) {
+            if (got || dl.expired()) break;
+            const auto cell = cells_of(centres, balance);
+            Mat P = Mat::Zero(N, mi);
+            for (Eigen::Index j = 0; j < N; ++j) P(j, static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) = 1;
+            Mat AI(mi, N);
+            for (Eigen::Index t = 0; t < mi; ++t) AI.row(t) = A.row(centres[static_cast<std::size_t>(t)]);
+            Eigen::PartialPivLU<Mat> lu(AI * P);
+            if (!(std::abs(lu.determinant()) > 0)) continue;
+            std::vector<std::size_t> rows(centres.begin(), centres.end());
+            got = neumann_smooth_polish(A, eps, rows, P * lu.inverse(), 400, 0.99, margin, dl);
+        }
+        if (got) { best = got; misses = 0; }
+        else ++misses;
+    }
     return best;
 }
 
@@ -355,7 +411,25 @@ struct AxisCells {
     double mass = 0;  // the smallest own-cell mass
     std::vector<std::size_t> centres;
     std::vector<std::pair<std::size_t, std::size_t>> cells;  // key intervals [a, b]
+    // The inverse form R = P M^{-1} (M the m x m cell masses of the centre
+    // rows): A_I R = I, rho = ||M^{-1}||_inf; empty when M is singular.
+    Mat minv;
+    double rho = INFINITY;
 };
+
+void set_inverse(const std::vector<std::vector<double>>& pre, AxisCells& c) {
+    const auto m = static_cast<Eigen::Index>(c.cells.size());
+    Mat M(m, m);
+    for (Eigen::Index t = 0; t < m; ++t)
+        for (Eigen::Index s = 0; s < m; ++s) {
+            const auto& q = pre[c.centres[static_cast<std::size_t>(t)]];
+            M(t, s) = q[c.cells[static_cast<std::size_t>(s)].second + 1] - q[c.cells[static_cast<std::size_t>(s)].first];
+        }
+    Eigen::PartialPivLU<Mat> lu(M);
+    if (!(std::abs(lu.determinant()) > 0)) return;
+    c.minv = lu.inverse();
+    c.rho = c.minv.cwiseAbs().rowwise().sum().maxCoeff();
+}
 
 // Greedy interval cells with own mass >= target, left to right; the
 // remainder joins the last cell.  Queries and keys are the same grid.
@@ -416,26 +490,43 @@ KronPoint kron_ball(int r, const std::string& h_text, const std::string& beta_te
     std::vector<std::vector<double>> pre(N, std::vector<double>(N + 1, 0.0));
     for (std::size_t q = 0; q < N; ++q)
         for (std::size_t j = 0; j < N; ++j) pre[q][j + 1] = pre[q][j] + A(static_cast<Eigen::Index>(q), static_cast<Eigen::Index>(j));
-    std::map<std::size_t, AxisCells> front;
-    for (double target = 0.5; target < 0.9999; target += 0.0005) {
+    // Per axis two forms on the same cells: the 0/1 R (rho 1, own mass d)
+    // and R = P M^{-1} (d = l = 1, rho = ||M^{-1}||).  A row of the product
+    // then has value 2 (1 - prod of the 0/1 axes' own masses) + eps prod of
+    // the inverse axes' rho (docs/theory.md, "Kronecker instances"); the
+    // inverse form is what lets cells shrink (r = 3, beta 1024: 15 x 16 x 16
+    // rows against 13^3 with 0/1 cells).
+    std::map<std::size_t, AxisCells> front, front_inv;
+    for (double target = 0.3; target < 0.9999; target += 0.0005) {
         auto c = greedy_cells(pre, N, target);
         if (!c) continue;
-        auto& slot = front[c->cells.size()];
-        if (c->mass > slot.mass) slot = *c;
+        set_inverse(pre, *c);
+        const std::size_t m = c->cells.size();
+        if (c->mass >= 0.5 && c->mass > front[m].mass) front[m] = *c;
+        if (c->rho < front_inv[m].rho) front_inv[m] = *c;
     }
-    const double need = (1 + eps.approx) / 2 + 1e-7;
-    std::vector<const AxisCells*> opts;
-    for (const auto& [m, c] : front) opts.push_back(&c);
-    std::vector<const AxisCells*> best_lower;
+    const double limit = 1 - 1e-6;
+    struct Option {
+        const AxisCells* cells;
+        bool inverse;
+        double own, rho;
+    };
+    std::vector<Option> opts;
+    for (const auto& [m, c] : front)
+        if (c.mass >= 0.5) opts.push_back({&c, false, c.mass, 1.0});
+    for (const auto& [m, c] : front_inv)
+        if (std::isfinite(c.rho) && eps.approx * c.rho < limit) opts.push_back({&c, true, 1.0, c.rho});
+    std::vector<Option> best_lower;
     double best_count = 0;
     std::vector<std::size_t> pick(static_cast<std::size_t>(r), 0);
-    for (;;) {  // every non-increasing r-tuple of options
-        double prod_mass = 1, count = 1;
+    for (; !opts.empty();) {  // every non-decreasing r-tuple of options
+        double prod_own = 1, prod_rho = 1, count = 1;
         for (auto i : pick) {
-            prod_mass *= opts[i]->mass;
-            count *= static_cast<double>(opts[i]->cells.size());
+            prod_own *= opts[i].own;
+            prod_rho *= opts[i].rho;
+            count *= static_cast<double>(opts[i].cells->cells.size());
         }
-        if (prod_mass > need && count > best_count) {
+        if (2 * (1 - prod_own) + eps.approx * prod_rho < limit && count > best_count) {
             best_count = count;
             best_lower.clear();
             for (auto i : pick) best_lower.push_back(opts[i]);
@@ -452,22 +543,32 @@ KronPoint kron_ball(int r, const std::string& h_text, const std::string& beta_te
     json certs = json::array();
     if (!best_lower.empty()) {
         json fs = json::array();
-        for (const AxisCells* c : best_lower) {
-            json row = json::array(), col = json::array(), val = json::array();
-            for (std::size_t t = 0; t < c->cells.size(); ++t)
-                for (std::size_t j = c->cells[t].first; j <= c->cells[t].second; ++j) {
-                    row.push_back(j);
-                    col.push_back(t);
-                    val.push_back(1);
-                }
-            fs.push_back({{"rows", c->centres},
-                          {"r", {{"shape", {N, c->cells.size()}}, {"coo", {{"row", row}, {"col", col}, {"val", val}}}}}});
+        for (std::size_t a = 0; a < best_lower.size(); ++a) {
+            const AxisCells* c = best_lower[a].cells;
+            json rj;
+            if (best_lower[a].inverse) {
+                Mat R = Mat::Zero(static_cast<Eigen::Index>(N), static_cast<Eigen::Index>(c->cells.size()));
+                for (std::size_t t = 0; t < c->cells.size(); ++t)
+                    for (std::size_t j = c->cells[t].first; j <= c->cells[t].second; ++j)
+                        R.row(static_cast<Eigen::Index>(j)) = c->minv.row(static_cast<Eigen::Index>(t));
+                rj = array_json(R, out, stem + "-eps" + eps.file_text() + ".axis" + std::to_string(a) + ".r.npy", 0);
+            } else {
+                json row = json::array(), col = json::array(), val = json::array();
+                for (std::size_t t = 0; t < c->cells.size(); ++t)
+                    for (std::size_t j = c->cells[t].first; j <= c->cells[t].second; ++j) {
+                        row.push_back(j);
+                        col.push_back(t);
+                        val.push_back(1);
+                    }
+                rj = {{"shape", {N, c->cells.size()}}, {"coo", {{"row", row}, {"col", col}, {"val", val}}}};
+            }
+            fs.push_back({{"rows", c->centres}, {"r", rj}});
         }
         certs.push_back({{"bound", "lower"},
                          {"kind", "kron_neumann"},
                          {"rank", static_cast<std::uint64_t>(best_count)},
                          {"factors", fs},
-                         {"producer", {{"method", "interval cells per axis"}}}});
+                         {"producer", {{"method", "interval cells per axis (0/1 or inverse R)"}}}});
     }
 
     // Upper: axis factors at tolerances around e* = (1 + eps)^(1/r) - 1.
@@ -580,6 +681,95 @@ KronPoint kron_ball(int r, const std::string& h_text, const std::string& beta_te
         }
     }
     return res;
+}
+
+namespace {
+
+void collect_npy(const json& j, std::vector<std::string>& out) {
+    if (j.is_object()) {
+        if (j.contains("npy") && j["npy"].is_string()) out.push_back(j["npy"].get<std::string>());
+        for (const auto& [k, v] : j.items()) collect_npy(v, out);
+    } else if (j.is_array()) {
+        for (const auto& v : j) collect_npy(v, out);
+    }
+}
+
+// <stem>.kept.<rest>: the name of a kept sidecar beside the bundle <stem>.json
+// (once kept, a file keeps its name through later rebuilds).
+std::string kept_name(const std::string& stem, const std::string& f) {
+    if (f.rfind(stem + ".kept.", 0) == 0) return f;
+    if (f.rfind(stem + ".", 0) == 0) return stem + ".kept." + f.substr(stem.size() + 1);
+    return stem + ".kept." + f;
+}
+
+void rename_npy(json& j, const std::string& stem) {
+    if (j.is_object()) {
+        if (j.contains("npy") && j["npy"].is_string()) j["npy"] = kept_name(stem, j["npy"].get<std::string>());
+        for (auto& [k, v] : j.items()) rename_npy(v, stem);
+    } else if (j.is_array()) {
+        for (auto& v : j) rename_npy(v, stem);
+    }
+}
+
+// The kind of the verified certificate that decides one end of the bracket.
+std::string winning_kind(const Report& rep, Bound bound, std::uint64_t rank, const json& certs) {
+    for (const auto& c : rep.certificates)
+        if (c.bound == bound && c.verdict == Verdict::verified && c.rank == rank)
+            return certs.at(c.index).value("kind", "");
+    return "";
+}
+
+}  // namespace
+
+KeptBracket keep_tighter(const std::string& fresh, const std::string& previous) {
+    const fs::path fdir = fs::path(fresh).parent_path(), pdir = fs::path(previous).parent_path();
+    json doc = read_document(fresh, fresh);
+    Report now = verify(load_bundle(fresh, fresh), CheckOptions{});
+    KeptBracket out{now.lower, now.upper, winning_kind(now, Bound::lower, now.lower, doc["certificates"]),
+                    winning_kind(now, Bound::upper, now.upper, doc["certificates"])};
+    if (!fs::exists(previous)) return out;
+    const json prev = read_document(previous, previous);
+    if (prev.value("instance", json()) != doc["instance"] || prev.value("eps", json()) != doc["eps"]) return out;
+    const Report was = verify(load_bundle(previous, previous), CheckOptions{});
+    out.took_lower = was.lower > now.lower;
+    out.took_upper = was.upper < now.upper;
+    if (!out.took_lower && !out.took_upper) return out;
+    const std::string stem = fs::path(fresh).stem().string();
+    json certs = json::array();
+    std::vector<std::string> dropped;
+    auto from_prev = [&](const json& c) {
+        return (c.value("bound", "") == "lower" && out.took_lower) || (c.value("bound", "") == "upper" && out.took_upper);
+    };
+    for (const auto& c : doc["certificates"])
+        if (from_prev(c)) collect_npy(c, dropped);
+        else certs.push_back(c);
+    for (const auto& c0 : prev["certificates"]) {
+        if (!from_prev(c0)) continue;
+        json c = c0;
+        std::vector<std::string> files;
+        collect_npy(c, files);
+        for (const auto& f : files)
+            if (pdir / f != fdir / kept_name(stem, f))
+                fs::copy_file(pdir / f, fdir / kept_name(stem, f), fs::copy_options::overwrite_existing);
+        rename_npy(c, stem);
+        certs.push_back(c);
+    }
+    doc["certificates"] = certs;
+    doc.erase("claim");
+    std::ofstream(fresh) << doc.dump(1) << "\n";
+    const Report rep = verify(load_bundle(fresh, fresh), CheckOptions{});
+    if (rep.verdict != Verdict::verified) throw std::runtime_error(fresh + ": the merged bundle did not verify");
+    doc["claim"] = {{"lower", rep.lower}, {"upper", rep.upper}};
+    std::ofstream(fresh) << doc.dump(1) << "\n";
+    std::vector<std::string> kept;
+    for (const auto& c : certs) collect_npy(c, kept);
+    for (const auto& f : dropped)
+        if (std::find(kept.begin(), kept.end(), f) == kept.end()) fs::remove(fdir / f);
+    out.lower = rep.lower;
+    out.upper = rep.upper;
+    out.lower_kind = winning_kind(rep, Bound::lower, rep.lower, certs);
+    out.upper_kind = winning_kind(rep, Bound::upper, rep.upper, certs);
+    return out;
 }
 
 }  // namespace rankcert::producer

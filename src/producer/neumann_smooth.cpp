@@ -250,4 +250,16 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     return best;
 }
 
+std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, const std::vector<std::size_t>& rows,
+                                                      Mat R, int iterations, double enough, double margin,
+                                                      const Deadline& dl) {
+    if (rows.empty() || R.rows() != A.cols() || R.cols() != static_cast<Eigen::Index>(rows.size())) return std::nullopt;
+    const Mat AI = rows_of(A, rows);
+    if (!(optimise(AI, eps, R, iterations, enough, dl) < 1 - margin)) return std::nullopt;
+    auto c = candidate(A, eps, rows, R);
+    c.method = "smooth-polish";
+    if (!(c.float_value < 1 - margin)) return std::nullopt;
+    return c;
+}
+
 }  // namespace rankcert::producer

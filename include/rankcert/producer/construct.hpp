@@ -35,9 +35,11 @@ Construction ball(int r, const std::string& h, const std::string& beta, long mul
 
 // Cell-partition Neumann certificate: m well-spread query rows (farthest
 // point sampling), every key in the cell of its nearest centre; the largest m
-// whose float condition holds with margin.
+// whose float condition holds with margin, R the 0/1 cell indicator P or
+// P M^{-1} (M the cell masses of the centre rows).  With seconds > 0, larger
+// counts are then tried with R polished by the smooth minimax from P M^{-1}.
 std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps,
-                                               double margin = 1e-6);
+                                               double seconds = 0, double margin = 1e-6);
 
 // The weighted ball in dimension r as a kronecker instance (docs/theory.md,
 // "Kronecker instances"): the r-th Kronecker power of the one-axis ball on the
@@ -56,6 +58,21 @@ struct KronPoint {
 };
 KronPoint kron_ball(int r, const std::string& h, const std::string& beta, const EpsValue& eps, const std::string& out,
                     const std::string& stem, const json& provenance);
+
+// Keep the tighter end of two bundles of the same instance and eps: the
+// bundle at `fresh` (just written) takes the lower certificates of `previous`
+// when they certify a larger L, and its upper certificates when they certify
+// a smaller U (sidecars copied beside `fresh` as <stem>.kept.<name>).  The
+// merged bundle is verified from its file and its claim set to the certified
+// bracket; nothing changes when the instance or eps differ or `previous` is
+// missing.  Sweeps are budgeted searches whose ends move by a rank or two
+// between runs: this is how a rebuild never widens a committed bracket.
+struct KeptBracket {
+    std::uint64_t lower = 0, upper = 0;
+    std::string lower_kind, upper_kind;
+    bool took_lower = false, took_upper = false;
+};
+KeptBracket keep_tighter(const std::string& fresh, const std::string& previous);
 
 // Least-squares slope of log(y) against log(x) (float; for reports).
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);

@@ -175,6 +175,17 @@ NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate star
 // 1 - margin, if any.
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
                                                     const LowerOptions& opt, const Deadline& dl);
+// Make a Neumann candidate small on disk (bracket.cpp): drop R's smallest
+// entries while the float value keeps half of its slack below 1 - margin, then
+// round R to float16 or float32 where the value still passes.
+void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margin);
+// The same smooth minimax for fixed rows I from a given R (N x m): the best
+// R found (by the float value delta + eps rho) after at most `iterations`
+// L-BFGS steps, stopping once the value is below `enough`; nullopt unless the
+// value ends below 1 - margin.
+std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, const std::vector<std::size_t>& rows,
+                                                      Mat R, int iterations, double enough, double margin,
+                                                      const Deadline& dl);
 // Tail certificates: rows I, R = identity or a key partition; largest k.
 std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOptions& opt);
 
