@@ -243,7 +243,9 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
     // sign pattern of the worst vector is frustrated: on a square lattice of
     // cells the diagonal neighbours of a centre carry mass of its own sign.
     // Measured on the r = 2 ball at beta 128 (41^2 points): 52 rows with
-    // rebalanced 0/1 cells, 64 (square) and 68 (hexagonal lattice) inverse.
+    // rebalanced 0/1 cells, 66 with the inverse on the k-means centres below
+    // (64 and 68 on square and hexagonal lattices of centres, outside the
+    // project).
     auto cells_of = [&](const std::vector<Eigen::Index>& centres, bool balance) {
         std::vector<std::size_t> cell(static_cast<std::size_t>(N));
         for (Eigen::Index j = 0; j < N; ++j) cell[static_cast<std::size_t>(j)] = nearest(keys, j, centres, queries);
