@@ -167,7 +167,10 @@ TEST_CASE("keep_tighter takes the better end of an earlier bundle, never a refut
     auto write = [](const TempDir& d, const json& doc) { return d.file("b.json", doc.dump()).string(); };
     const std::string prev = write(prev_dir, bundle_json(inst, eps, {neumann(1), factor}));
     std::string fresh = write(fresh_dir, bundle_json(inst, eps, {trivial, factor}));
-    KeptBracket k = keep_tighter(fresh, prev);
+    // What the caller knows of the fresh bundle: its checker's bracket.
+    const KeptBracket now{1, 4, "trivial", "factor"};
+    REQUIRE(verify(load_bundle(fresh, fresh), CheckOptions{}).lower == now.lower);
+    KeptBracket k = keep_tighter(fresh, now, prev);
     CHECK(k.took_lower);
     CHECK(!k.took_upper);
     CHECK(k.lower == 4);
@@ -182,17 +185,17 @@ TEST_CASE("keep_tighter takes the better end of an earlier bundle, never a refut
     // A refuted earlier certificate (R = 3 I: delta = 2) certifies nothing: not taken.
     write(prev_dir, bundle_json(inst, eps, {neumann(3), factor}));
     fresh = write(fresh_dir, bundle_json(inst, eps, {trivial, factor}));
-    k = keep_tighter(fresh, prev);
+    k = keep_tighter(fresh, now, prev);
     CHECK(!k.took_lower);
     CHECK(k.lower == 1);
     // Another eps or another instance: not taken either.
     write(prev_dir, bundle_json(inst, Rat(1, 4), {neumann(1), factor}));
-    k = keep_tighter(fresh, prev);
+    k = keep_tighter(fresh, now, prev);
     CHECK(!k.took_lower);
     json other = inst;
     other["a"] = dense(4, 4, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, json("1/2")});
     write(prev_dir, bundle_json(other, eps, {neumann(1), factor}));
-    k = keep_tighter(fresh, prev);
+    k = keep_tighter(fresh, now, prev);
     CHECK(!k.took_lower);
     CHECK(k.lower == 1);
 }

@@ -217,11 +217,16 @@ RowOutcome decide_rows(RowQuantity& q, const std::vector<RowTest>& tests, const 
     }
     o.enclosure = encl[o.row];
     // The precision that decided the whole check is the highest used.
-    auto rank = [](const std::string& p) { return p == "exact" ? 1L << 40 : p == "fast" ? 0L : std::stol(p); };
     o.precision = prec_of[0];
     for (std::size_t t = 0; t < count; ++t)
-        if (rank(prec_of[t]) > rank(o.precision)) o.precision = prec_of[t];
+        if (precision_level(prec_of[t]) > precision_level(o.precision)) o.precision = prec_of[t];
     return o;
+}
+
+long precision_level(const std::string& p) {
+    if (p == "exact") return 1L << 40;
+    if (p.empty() || p == "fast") return 0;
+    return std::stol(p);
 }
 
 }  // namespace rankcert::rows

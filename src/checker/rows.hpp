@@ -71,6 +71,9 @@ struct RowOutcome {
 RowOutcome decide_rows(RowQuantity& q, const std::vector<RowTest>& tests, const CheckOptions& opt,
                        const std::string& label);
 
+// The order of precision names: "" and "fast" lowest, then bits, then "exact".
+long precision_level(const std::string& p);
+
 // The precisions of the ladder for these options.
 std::vector<slong> ladder(const CheckOptions& opt);
 

@@ -108,9 +108,9 @@ int construct_main(int argc, char** argv) {
         json points = json::array();
         double theory = 0;
         const auto start = std::chrono::steady_clock::now();
-        auto keep = [&](const std::string& bundle) {
+        auto keep = [&](const std::string& bundle, const KeptBracket& now) {
             const std::string prev = (fs::path(keep_from) / fs::path(bundle).filename()).string();
-            const KeptBracket kb = keep_tighter(bundle, prev);
+            const KeptBracket kb = keep_tighter(bundle, now, prev);
             if (!quiet && (kb.took_lower || kb.took_upper))
                 std::cerr << "    kept from " << prev << ":" << (kb.took_lower ? " L" : "") << (kb.took_upper ? " U" : "") << "\n";
             return kb;
@@ -131,7 +131,7 @@ int construct_main(int argc, char** argv) {
                 if (kp.verdict != Verdict::verified) throw std::runtime_error(kp.bundle_path + " did not verify");
                 std::string lkind = "kron_neumann", ukind = "kron_factor";
                 if (!keep_from.empty()) {
-                    const KeptBracket kb = keep(kp.bundle_path);
+                    const KeptBracket kb = keep(kp.bundle_path, {kp.lower, kp.upper, lkind, ukind});
                     kp.lower = kb.lower;
                     kp.upper = kb.upper;
                     lkind = kb.lower_kind;
@@ -180,7 +180,7 @@ int construct_main(int argc, char** argv) {
             auto res = run_bracket(c.instance, opt).at(0);
             if (res.verdict != Verdict::verified) throw std::runtime_error(res.bundle_path + " did not verify");
             if (!keep_from.empty()) {
-                const KeptBracket kb = keep(res.bundle_path);
+                const KeptBracket kb = keep(res.bundle_path, {res.lower, res.upper, res.lower_kind, res.upper_kind});
                 res.lower = kb.lower;
                 res.upper = kb.upper;
                 res.lower_kind = kb.lower_kind;

@@ -252,16 +252,28 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
         if (balance) rebalance(centres, cell);
         return cell;
     };
+    // M_ts = mass of cell s in centre row t.
+    auto cell_masses = [&](const std::vector<Eigen::Index>& centres, const std::vector<std::size_t>& cell) {
+        const auto mi = static_cast<Eigen::Index>(centres.size());
+        Mat M = Mat::Zero(mi, mi);
+        for (Eigen::Index t = 0; t < mi; ++t)
+            for (Eigen::Index j = 0; j < N; ++j)
+                M(t, static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) += A(centres[static_cast<std::size_t>(t)], j);
+        return M;
+    };
+    // R = P M^{-1}: key j's row is row cell(j) of M^{-1}.
+    auto inverse_r = [&](const std::vector<std::size_t>& cell, const Mat& Minv) {
+        Mat R(N, Minv.cols());
+        for (Eigen::Index j = 0; j < N; ++j) R.row(j) = Minv.row(static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)]));
+        return R;
+    };
     auto check = [&](const std::vector<Eigen::Index>& centres) -> std::optional<NeumannCandidate> {
         const std::size_t m = centres.size();
         const auto mi = static_cast<Eigen::Index>(m);
         std::optional<NeumannCandidate> out;
         for (bool balance : {true, false}) {
             const auto cell = cells_of(centres, balance);
-            Mat M = Mat::Zero(mi, mi);
-            for (std::size_t t = 0; t < m; ++t)
-                for (Eigen::Index j = 0; j < N; ++j)
-                    M(static_cast<Eigen::Index>(t), static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) += A(centres[t], j);
+            const Mat M = cell_masses(centres, cell);
             const double worst = max_row_l1(Mat::Identity(mi, mi) - M);
             NeumannCandidate c;
             c.N = static_cast<std::size_t>(N);
@@ -279,10 +291,9 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
             const double rho = Minv.cwiseAbs().rowwise().sum().maxCoeff();
             if (!(eps * rho < 1 - 100 * margin)) continue;
             c.method = "cell-partition-inverse";
-            for (Eigen::Index j = 0; j < N; ++j) {
-                const auto s = static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)]);
-                for (Eigen::Index t = 0; t < mi; ++t) c.r.push_back({static_cast<std::size_t>(j), static_cast<std::size_t>(t), Minv(s, t)});
-            }
+            const Mat R = inverse_r(cell, Minv);
+            for (Eigen::Index j = 0; j < N; ++j)
+                for (Eigen::Index t = 0; t < mi; ++t) c.r.push_back({static_cast<std::size_t>(j), static_cast<std::size_t>(t), R(j, t)});
             c.float_value = neumann_float_value(A, eps, c.rows, c.r, c.N);
             if (c.float_value < 1 - margin) out = std::move(c);
         }
@@ -345,19 +356,14 @@ std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries,
     const Deadline dl = Deadline{}.within(seconds);
     for (std::size_t m = best->rows.size() + 1, misses = 0; seconds > 0 && m <= order.size() && misses < 2 && !dl.expired(); ++m) {
         const auto centres = kmeans_centres(m);
-        const auto mi = static_cast<Eigen::Index>(m);
         std::optional<NeumannCandidate> got;
         for (bool balance : {true, false}) {
             if (got || dl.expired()) break;
             const auto cell = cells_of(centres, balance);
-            Mat P = Mat::Zero(N, mi);
-            for (Eigen::Index j = 0; j < N; ++j) P(j, static_cast<Eigen::Index>(cell[static_cast<std::size_t>(j)])) = 1;
-            Mat AI(mi, N);
-            for (Eigen::Index t = 0; t < mi; ++t) AI.row(t) = A.row(centres[static_cast<std::size_t>(t)]);
-            Eigen::PartialPivLU<Mat> lu(AI * P);
+            Eigen::PartialPivLU<Mat> lu(cell_masses(centres, cell));
             if (!(std::abs(lu.determinant()) > 0)) continue;
             std::vector<std::size_t> rows(centres.begin(), centres.end());
-            got = neumann_smooth_polish(A, eps, rows, P * lu.inverse(), 400, 0.99, margin, dl);
+            got = neumann_smooth_polish(A, eps, rows, inverse_r(cell, lu.inverse()), 400, 0.99, margin, dl);
         }
         if (got) { best = got; misses = 0; }
         else ++misses;
@@ -723,13 +729,12 @@ std::string winning_kind(const Report& rep, Bound bound, std::uint64_t rank, con
 
 }  // namespace
 
-KeptBracket keep_tighter(const std::string& fresh, const std::string& previous) {
+KeptBracket keep_tighter(const std::string& fresh, const KeptBracket& now, const std::string& previous) {
     const fs::path fdir = fs::path(fresh).parent_path(), pdir = fs::path(previous).parent_path();
-    json doc = read_document(fresh, fresh);
-    Report now = verify(load_bundle(fresh, fresh), CheckOptions{});
-    KeptBracket out{now.lower, now.upper, winning_kind(now, Bound::lower, now.lower, doc["certificates"]),
-                    winning_kind(now, Bound::upper, now.upper, doc["certificates"])};
+    KeptBracket out = now;
+    out.took_lower = out.took_upper = false;
     if (!fs::exists(previous)) return out;
+    json doc = read_document(fresh, fresh);
     const json prev = read_document(previous, previous);
     if (prev.value("instance", json()) != doc["instance"] || prev.value("eps", json()) != doc["eps"]) return out;
     const Report was = verify(load_bundle(previous, previous), CheckOptions{});

@@ -60,7 +60,8 @@ KronPoint kron_ball(int r, const std::string& h, const std::string& beta, const 
                     const std::string& stem, const json& provenance);
 
 // Keep the tighter end of two bundles of the same instance and eps: the
-// bundle at `fresh` (just written) takes the lower certificates of `previous`
+// bundle at `fresh` (just written and verified by the caller, which passes
+// its certified bracket and the winning kinds as `now`) takes the lower certificates of `previous`
 // when they certify a larger L, and its upper certificates when they certify
 // a smaller U (sidecars copied beside `fresh` as <stem>.kept.<name>).  The
 // merged bundle is verified from its file and its claim set to the certified
@@ -72,7 +73,7 @@ struct KeptBracket {
     std::string lower_kind, upper_kind;
     bool took_lower = false, took_upper = false;
 };
-KeptBracket keep_tighter(const std::string& fresh, const std::string& previous);
+KeptBracket keep_tighter(const std::string& fresh, const KeptBracket& now, const std::string& previous);
 
 // Least-squares slope of log(y) against log(x) (float; for reports).
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);

@@ -86,8 +86,7 @@ CertResult check_kron_factor(const Instance& I, const Rat& eps, const Certificat
         const rows::RowOutcome o =
             rows::decide_rows(q, {{thr, false}}, opt, "kron_factor " + std::to_string(k));
         // The highest precision any axis needed ("fast" < bits < "exact").
-        auto level = [](const std::string& p) { return p == "exact" ? 1L << 40 : p == "fast" ? 0L : std::stol(p); };
-        if (level(o.precision) > level(worst_precision)) worst_precision = o.precision;
+        if (rows::precision_level(o.precision) > rows::precision_level(worst_precision)) worst_precision = o.precision;
         const std::string encl = o.enclosure.empty() ? "" : interval_text(o.enclosure[0]);
         per.push_back({{"factor", k},
                        {"norm_a", a[k].str()},
