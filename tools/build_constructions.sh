@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild certificates/constructions: certified sweeps of the sharp-exponent
 # families (docs/constructions.md) and their sweep witnesses and plots.
-# About 15 minutes on 2 cores.  usage: [OUT=DIR] [KEEP=DIR] tools/build_constructions.sh
+# About 20 minutes on 2 cores.  usage: [OUT=DIR] [KEEP=DIR] tools/build_constructions.sh
 # (OUT: build somewhere else, e.g. to compare with the committed sweeps;
 #  KEEP: an earlier build, e.g. certificates/constructions: every point keeps
 #  whichever end of its bracket is tighter, `construct --keep-from`)
@@ -26,7 +26,7 @@ run() {
 # beta sweeps at eps = 0.1 (fit over the four largest beta)
 run sphere --d 2 --n 300  --betas 16,32,64,128,256,512       --eps 0.1 --fit-top 4 --out "$out/sphere-d2"
 run sphere --d 3 --n 1200 --betas 4,8,16,32,64               --eps 0.1 --fit-top 4 --time-budget 40 --out "$out/sphere-d3"
-run sphere --d 4 --n 5000 --betas 8,12,16,24                 --eps 0.1 --fit-top 4 --out "$out/sphere-d4"
+run sphere --d 4 --n 5000 --betas 8,12,16,24                 --eps 0.1 --fit-top 4 --time-budget 10 --out "$out/sphere-d4"
 run ball   --r 1 --h 1/128 --betas 64,128,256,512,1024,2048 --eps 0.1 --fit-top 4 --out "$out/ball-r1"
 run ball   --r 2 --h 1/32  --betas 16,32,64,128,256         --eps 0.1 --fit-top 4 --time-budget 40 --out "$out/ball-r2"
 # eps sweeps at fixed beta
