@@ -558,7 +558,13 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         std::size_t step = std::max<std::size_t>(1, (st.U - floor) / 8);
         int iterations = opt.smooth_iterations;
         bool retried = false;
-        while (st.U > 0 && st.U - 1 > floor && !dl.expired()) {
+        while (st.U > 0 && !dl.expired()) {
+            if (st.U - 1 <= floor) {  // U - 1 searched to fail: once more, with more iterations
+                if (retried) break;
+                retried = true;
+                floor = st.U - 2;
+                iterations *= 3;
+            }
             const std::size_t k = std::max(floor + 1, st.U > step ? st.U - step : 0);
             status(a, "smooth factor search at rank " + std::to_string(k));
             Mat Uk, Wk;
@@ -575,11 +581,6 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (dl.expired()) break;
             floor = k;
             step = std::max<std::size_t>(1, step / 2);
-            if (st.U - 1 <= floor && !retried) {  // the last step once more, with more iterations
-                retried = true;
-                floor = k - 1;
-                iterations *= 3;
-            }
         }
         // Small instances: row-interpolative certificates too (greedy rows
         // with L1 fits; O(n N k^2) per row, so only where that is cheap).
