@@ -560,7 +560,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         bool retried = false;
         while (st.U > 0 && !dl.expired()) {
             if (st.U - 1 <= floor) {  // U - 1 searched to fail: once more, with more iterations
-                if (retried) break;
+                if (retried || st.U < 2) break;  // (U = 1 over L = 0: no rank-0 factor search)
                 retried = true;
                 floor = st.U - 2;
                 iterations *= 3;
