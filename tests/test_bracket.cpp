@@ -274,3 +274,28 @@ TEST_CASE("neumann_smooth_grow: rows are admitted, and the stall rule ends the g
     auto stalled = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
     REQUIRE((!stalled || stalled->rows.size() <= 2));
 }
+
+TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the top-8 support", "[bracket]") {
+    // A diffuse causal head (weights exp(-|i - j| / 6) on j <= i): each row
+    // spreads over more than eight keys, so the all-keys LP has strictly more
+    // freedom.  Its optimum can only be lower; the interior point method may
+    // stop a few digits short of it, hence the 1e-4.
+    const Eigen::Index n = 40;
+    Mat A = Mat::Zero(n, n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index j = 0; j <= i; ++j) A(i, j) = std::exp(-static_cast<double>(i - j) / 6);
+        A.row(i) /= A.row(i).sum();
+    }
+    const std::vector<std::size_t> rows{0, 2, 5, 9, 14, 20, 27, 35};
+    LowerOptions lo;
+    auto top8 = neumann_lp(A, 0.1, rows, lo, LpMode::top8_simplex);
+    auto all = neumann_lp(A, 0.1, rows, lo, LpMode::all_keys_interior);
+    REQUIRE(top8);
+    REQUIRE(all);
+    REQUIRE(all->rows == rows);
+    INFO("top-8 simplex " << top8->float_value << ", all keys interior " << all->float_value);
+    REQUIRE(all->float_value <= top8->float_value + 1e-4);
+    REQUIRE(all->float_value < 1);
+    // R is supported on keys the rows reach (j <= 35 here) and nowhere else.
+    for (const auto& e : all->r) REQUIRE(e.j <= 35);
+}

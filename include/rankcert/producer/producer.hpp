@@ -154,6 +154,8 @@ struct LowerOptions {
                                    // candidate costs more than half of it (0: never)
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
+    double lp_reopt_size = 6000;   // neumann_smooth_grow: re-optimise R by the all-keys LP (interior point) after each
+                                   // admitted row while rows x keys is at most this (about 4 s per LP there; 0: never)
     Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
     bool cells = true;             // neumann_greedy: a second pass with key cells for diffuse rows
     std::function<void(const std::string&)> progress;
@@ -164,9 +166,13 @@ double neumann_float_value(const Mat& A, double eps, const std::vector<std::size
                            const std::vector<NeumannCandidate::Entry>& r, std::size_t N);
 // Greedy rows/columns with R = inv(A_IJ) (column-support certificates).
 NeumannCandidate neumann_greedy(const Mat& A, double eps, const LowerOptions& opt);
-// For a row set, R minimising delta + eps * rho over all N x m matrices (LP).
+// For a row set, R minimising delta + eps * rho (LP, GLPK).  top8_simplex:
+// R supported on the 8 heaviest keys of each row, dual simplex within
+// opt.lp_time_limit.  all_keys_interior: R over every key the rows reach,
+// interior point method (no time limit: keep m * N small).
+enum class LpMode { top8_simplex, all_keys_interior };
 std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::vector<std::size_t>& rows,
-                                           const LowerOptions& opt);
+                                           const LowerOptions& opt, LpMode mode = LpMode::top8_simplex);
 // Grow a row set with LP-optimised R while the condition holds.
 NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate start, const LowerOptions& opt);
 // Grow a row set with R over all keys chosen by smooth minimax (L-BFGS on a
