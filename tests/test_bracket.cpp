@@ -256,14 +256,19 @@ TEST_CASE("neumann_greedy with no row that can join returns an empty candidate",
     REQUIRE(c.r.empty());
 }
 
-TEST_CASE("neumann_smooth_grow: rows are admitted, and the stall rule ends the growth", "[bracket]") {
-    // A causal banded head (weights exp(-|i - j| / 2) on j <= i): rows grow well.
-    const Eigen::Index n = 40;
+// n x n causal head with weights exp(-(i - j) / width) on j <= i, rows normalised.
+static Mat causal_exp_head(Eigen::Index n, double width) {
     Mat A = Mat::Zero(n, n);
     for (Eigen::Index i = 0; i < n; ++i) {
-        for (Eigen::Index j = 0; j <= i; ++j) A(i, j) = std::exp(-static_cast<double>(i - j) / 2);
+        for (Eigen::Index j = 0; j <= i; ++j) A(i, j) = std::exp(-static_cast<double>(i - j) / width);
         A.row(i) /= A.row(i).sum();
     }
+    return A;
+}
+
+TEST_CASE("neumann_smooth_grow: rows are admitted, and the stall rule ends the growth", "[bracket]") {
+    // A causal banded head (weights exp(-|i - j| / 2) on j <= i): rows grow well.
+    const Mat A = causal_exp_head(40, 2);
     LowerOptions lo;
     const Deadline dl = Deadline{}.within(20);
     auto grown = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
@@ -280,12 +285,7 @@ TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the 
     // spreads over more than eight keys, so the all-keys LP has strictly more
     // freedom.  Its optimum can only be lower; the interior point method may
     // stop a few digits short of it, hence the 1e-4.
-    const Eigen::Index n = 40;
-    Mat A = Mat::Zero(n, n);
-    for (Eigen::Index i = 0; i < n; ++i) {
-        for (Eigen::Index j = 0; j <= i; ++j) A(i, j) = std::exp(-static_cast<double>(i - j) / 6);
-        A.row(i) /= A.row(i).sum();
-    }
+    const Mat A = causal_exp_head(40, 6);
     const std::vector<std::size_t> rows{0, 2, 5, 9, 14, 20, 27, 35};
     LowerOptions lo;
     auto top8 = neumann_lp(A, 0.1, rows, lo, LpMode::top8_simplex);

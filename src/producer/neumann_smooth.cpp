@@ -187,6 +187,13 @@ NeumannCandidate candidate(const Mat& A, double eps, const std::vector<std::size
     return c;
 }
 
+// A candidate's R (triplets) as a dense N x m matrix.
+Mat dense_r(const NeumannCandidate& c) {
+    Mat R = Mat::Zero(static_cast<Eigen::Index>(c.N), static_cast<Eigen::Index>(c.rows.size()));
+    for (const auto& e : c.r) R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+    return R;
+}
+
 }  // namespace
 
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
@@ -211,8 +218,7 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         auto c = neumann_lp(A, eps, rows, opt, LpMode::all_keys_interior);
         last_lp = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
         if (!c || !(c->float_value < vcur)) return true;
-        Rm = Mat::Zero(N, static_cast<Eigen::Index>(rows.size()));
-        for (const auto& e : c->r) Rm(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+        Rm = dense_r(*c);
         vcur = c->float_value;
         return true;
     };
@@ -304,8 +310,7 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         auto lc = neumann_lp(A, eps, I2, opt, LpMode::all_keys_interior);
         last_lp = std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
         if (!lc || !(lc->float_value < admit)) continue;
-        Mat R2 = Mat::Zero(N, static_cast<Eigen::Index>(I2.size()));
-        for (const auto& e : lc->r) R2(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+        Mat R2 = dense_r(*lc);
         Mat AI2 = rows_of(A, I2);
         take(c, std::move(I2), std::move(AI2), std::move(R2), lc->float_value);
         admitted = true;
