@@ -239,9 +239,11 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // tokens one costs seconds and the first rejections end the growth.
     auto last_admitted = std::chrono::steady_clock::now();
     double last_cost = 0;
-    // With the LP re-optimising R after each admission, a row rejected early
-    // in the pass may fit later: the pass is repeated while it admits rows
-    // (long L2 H4 at t = 0.5, eps 0.1: one pass 21 -> 27 rows).
+    // Passes over the rows not yet in I, in causal order.  Without the LP
+    // (too large, or lp_reopt_size 0 as in phase 2) there is one pass, as
+    // before; with it, R is re-optimised at the end of each pass and the
+    // pass repeats while it admits rows or the LP gains slack (long L2 H4 at
+    // t = 0.5, eps 0.1, alone in 20 s: 21 -> 29 rows).
     auto take = [&](Eigen::Index c, std::vector<std::size_t> I2, Mat AI2, Mat R2, double v2) {
         I = std::move(I2);
         AI = std::move(AI2);
