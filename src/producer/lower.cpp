@@ -230,15 +230,15 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
                     support.insert(j);
                     break;
                 }
-    }
-    for (auto i : rows) {
-        if (mode == LpMode::all_keys_interior) break;
-        std::vector<Eigen::Index> idx(static_cast<std::size_t>(A.cols()));
-        std::iota(idx.begin(), idx.end(), 0);
-        const auto ii = static_cast<Eigen::Index>(i);
-        std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
-                          [&](Eigen::Index a, Eigen::Index b) { return A(ii, a) > A(ii, b); });
-        for (Eigen::Index t = 0; t < per_row; ++t) support.insert(idx[static_cast<std::size_t>(t)]);
+    } else {
+        for (auto i : rows) {
+            std::vector<Eigen::Index> idx(static_cast<std::size_t>(A.cols()));
+            std::iota(idx.begin(), idx.end(), 0);
+            const auto ii = static_cast<Eigen::Index>(i);
+            std::partial_sort(idx.begin(), idx.begin() + per_row, idx.end(),
+                              [&](Eigen::Index a, Eigen::Index b) { return A(ii, a) > A(ii, b); });
+            for (Eigen::Index t = 0; t < per_row; ++t) support.insert(idx[static_cast<std::size_t>(t)]);
+        }
     }
     std::vector<Eigen::Index> S(support.begin(), support.end());
     const int s = static_cast<int>(S.size());

@@ -154,8 +154,9 @@ struct LowerOptions {
                                    // candidate costs more than half of it (0: never)
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
-    double lp_reopt_size = 6000;   // neumann_smooth_grow: re-optimise R by the all-keys LP (interior point) after each
-                                   // admitted row while rows x keys is at most this (about 4 s per LP there; 0: never)
+    double lp_reopt_size = 6000;   // neumann_smooth_grow: re-optimise R by the all-keys LP (interior point) at the end of
+                                   // each pass, and repeat passes, while rows x keys is at most this (about 4 s per LP
+                                   // there; 0: never, one pass as in phase 2)
     Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
     bool cells = true;             // neumann_greedy: a second pass with key cells for diffuse rows
     std::function<void(const std::string&)> progress;
