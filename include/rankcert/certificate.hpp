@@ -96,9 +96,19 @@ struct SandwichCert {
     Matrix u, w;   // the factor of A~
 };
 
+// B_ij = exp(b_j + shift) g(<q_i, k_j>) / Z_i with g = sum_k c_k T_k (Chebyshev),
+// for qk instances without a mask.  docs/theory.md, "Upper bounds".
+struct ZonalCert {
+    std::vector<Rat> cheb;   // c_0 .. c_p (trailing zeros allowed)
+    Rat shift;
+    std::size_t degree = 0;  // the index of the last non-zero c_k (0 when g = 0)
+    bool sphere = false;     // every key has |k_j|^2 = 1 exactly
+    bool one_parity = false; // every non-zero c_k has the parity of degree
+};
+
 // The order here is the order of CertKind and of the registry table.
 using CertData = std::variant<FactorCert, RowInterpolativeCert, NeumannCert, TailCert, TrivialCert, ProfileCert,
-                              SandwichCert, BlockNeumannCert, KronFactorCert, KronNeumannCert>;
+                              SandwichCert, BlockNeumannCert, KronFactorCert, KronNeumannCert, ZonalCert>;
 
 enum class CertKind {
     factor,
@@ -110,7 +120,8 @@ enum class CertKind {
     sandwich,
     block_neumann,
     kron_factor,
-    kron_neumann
+    kron_neumann,
+    zonal
 };
 // Kinds that apply to kronecker instances (and only to them).
 inline bool is_kron_kind(CertKind k) { return k == CertKind::kron_factor || k == CertKind::kron_neumann; }

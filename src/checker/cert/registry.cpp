@@ -21,6 +21,7 @@ const KindInfo table[] = {
     ROW(block_neumann, lower),
     ROW(kron_factor, upper),
     ROW(kron_neumann, lower),
+    ROW(zonal, upper),
 };
 #undef ROW
 

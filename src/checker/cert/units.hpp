@@ -21,6 +21,7 @@ RANKCERT_KIND(sandwich)
 RANKCERT_KIND(block_neumann)
 RANKCERT_KIND(kron_factor)
 RANKCERT_KIND(kron_neumann)
+RANKCERT_KIND(zonal)
 #undef RANKCERT_KIND
 
 // The row-wise l1 error check shared by factor and row_interpolative.

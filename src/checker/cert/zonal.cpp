@@ -1,0 +1,172 @@
+// zonal: B_ij = exp(b_j + c) g(<q_i, k_j>) / Z_i with g = sum_{k<=p} c_k T_k
+// (docs/theory.md, "Upper bounds").
+//
+// Checked: for every row i,
+//   r_i = sum_j e^{b_j} |e^{sigma t_ij - c} - g(t_ij)| / sum_l e^{b_l} e^{sigma t_il - c} <= eps,
+// t_ij = <q_i, k_j>, sigma = temperature * scale.  B = D_1 G D_2 with
+// G_ij = g(<q_i, k_j>), whose rows are degree-p polynomials evaluated at the
+// keys, so rank B <= C(p+d, d); on the unit sphere (|k_j|^2 = 1 exactly) the
+// polynomials of degree <= p agree with homogeneous ones of degree p and
+// p - 1: rank B <= C(p+d-1, d-1) + C(p+d-2, d-1), and the second term drops
+// when g has only the parity of p.  The same holds with the queries on the
+// sphere (the column space of G).  Every entry is enclosed in ball
+// arithmetic on the precision ladder (Clenshaw's recurrence for g); there is
+// no exact path and no fast tier.
+#include "units.hpp"
+
+#include "rankcert/enclose.hpp"
+
+#include <flint/fmpz.h>
+
+#include <memory>
+
+namespace rankcert::cert {
+
+namespace {
+
+// The most coefficients a certificate may give (degree 4096).
+constexpr std::size_t max_coefficients = 4097;
+
+// C(a, b) as an fmpz.
+Rat binomial(std::uint64_t a, std::uint64_t b) {
+    Rat r;
+    fmpz_t z;
+    fmpz_init(z);
+    fmpz_bin_uiui(z, a, b);
+    fmpq_set_fmpz(r.get(), z);
+    fmpz_clear(z);
+    return r;
+}
+
+// The rank the data prove (docs/theory.md): the polynomial-space bound, and
+// never more than min(n, N).
+std::uint64_t zonal_rank(const ZonalCert& z, std::size_t d, std::size_t n, std::size_t N) {
+    if (fmpq_is_zero(z.cheb[z.degree].get())) return 0;  // g = 0, B = 0
+    const std::uint64_t p = z.degree;
+    Rat bound;
+    if (!z.sphere) {
+        bound = binomial(p + d, d);
+    } else {
+        bound = binomial(p + d - 1, d - 1);
+        if (p >= 1 && !z.one_parity) bound = bound + binomial(p + d - 2, d - 1);
+    }
+    const std::uint64_t cap = std::min(n, N);
+    if (bound > Rat(static_cast<slong>(cap))) return cap;
+    return static_cast<std::uint64_t>(fmpz_get_ui(fmpq_numref(bound.get())));
+}
+
+class ZonalRows : public rows::RowQuantity {
+public:
+    ZonalRows(const Instance& I, const ZonalCert& z) : I_(I), z_(z) {}
+    std::size_t count() const override { return I_.n; }
+    void prepare(slong prec) override {
+        const std::size_t d = I_.d();
+        q_ = BallVec(I_.n * d);
+        k_ = BallVec(I_.N * d);
+        for (std::size_t i = 0; i < I_.n; ++i)
+            for (std::size_t a = 0; a < d; ++a) arb_set_fmpq(q_[i * d + a], I_.q(i, a).get(), prec);
+        for (std::size_t j = 0; j < I_.N; ++j)
+            for (std::size_t a = 0; a < d; ++a) arb_set_fmpq(k_[j * d + a], I_.k(j, a).get(), prec);
+        eb_ = BallVec(I_.N);  // e^{b_j}
+        for (std::size_t j = 0; j < I_.N; ++j) {
+            if (I_.key_bias.empty()) {
+                arb_one(eb_[j]);
+            } else {
+                arb_set_fmpq(eb_[j], I_.key_bias[j].get(), prec);
+                arb_exp(eb_[j], eb_[j], prec);
+            }
+        }
+        cheb_ = BallVec(z_.degree + 1);
+        for (std::size_t k = 0; k <= z_.degree; ++k) arb_set_fmpq(cheb_[k], z_.cheb[k].get(), prec);
+        enclose_logit_coefficient(I_, prec, sigma_.get());
+        arb_set_fmpq(shift_.get(), z_.shift.get(), prec);
+        prec_ = prec;
+    }
+    void eval(std::size_t i, arb_ptr out) const override {
+        const std::size_t d = I_.d();
+        const slong p = static_cast<slong>(z_.degree);
+        Ball t, t2, x, g, b1, b2, tmp, num, den;
+        for (std::size_t j = 0; j < I_.N; ++j) {
+            arb_dot(t.get(), nullptr, 0, q_.data() + i * d, 1, k_.data() + j * d, 1, static_cast<slong>(d), prec_);
+            // x = e^{sigma t - c}
+            arb_mul(x.get(), sigma_.get(), t.get(), prec_);
+            arb_sub(x.get(), x.get(), shift_.get(), prec_);
+            arb_exp(x.get(), x.get(), prec_);
+            // g(t) by Clenshaw: b_k = c_k + 2t b_{k+1} - b_{k+2}, g = c_0 + t b_1 - b_2.
+            arb_mul_2exp_si(t2.get(), t.get(), 1);
+            arb_zero(b1.get());
+            arb_zero(b2.get());
+            for (slong k = p; k >= 1; --k) {
+                arb_mul(tmp.get(), t2.get(), b1.get(), prec_);
+                arb_sub(tmp.get(), tmp.get(), b2.get(), prec_);
+                arb_add(tmp.get(), tmp.get(), cheb_[k], prec_);
+                arb_swap(b2.get(), b1.get());
+                arb_swap(b1.get(), tmp.get());
+            }
+            arb_mul(g.get(), t.get(), b1.get(), prec_);
+            arb_sub(g.get(), g.get(), b2.get(), prec_);
+            arb_add(g.get(), g.get(), cheb_[0], prec_);
+            // num += e^{b_j} |x - g|, den += e^{b_j} x
+            arb_sub(g.get(), x.get(), g.get(), prec_);
+            arb_abs(g.get(), g.get());
+            arb_addmul(num.get(), eb_[j], g.get(), prec_);
+            arb_addmul(den.get(), eb_[j], x.get(), prec_);
+        }
+        arb_div(out, num.get(), den.get(), prec_);
+    }
+
+private:
+    const Instance& I_;
+    const ZonalCert& z_;
+    BallVec q_, k_, eb_, cheb_;
+    Ball sigma_, shift_;
+    slong prec_ = 64;
+};
+
+}  // namespace
+
+void parse_zonal(const json& c, const Where& w, const Instance& I, ArrayLoader&, Certificate& cert) {
+    if (I.kind != InstanceKind::qk || I.has_mask())
+        throw InputError(w.key("kind"), "zonal applies only to qk instances without a mask");
+    if (I.d() == 0) throw InputError(w.key("kind"), "zonal needs queries and keys of dimension at least 1");
+    ZonalCert z;
+    const json& cs = require(c, "chebyshev", w);
+    if (!cs.is_array() || cs.empty() || cs.size() > max_coefficients)
+        throw InputError(w.key("chebyshev"), "must be a list of 1 to " + std::to_string(max_coefficients) +
+                                                 " rational coefficients c_0 .. c_p");
+    for (std::size_t k = 0; k < cs.size(); ++k) z.cheb.push_back(parse_rational(cs[k], w.key("chebyshev").index(k)));
+    z.shift = parse_rational(require(c, "shift", w), w.key("shift"));
+    for (std::size_t k = 0; k < z.cheb.size(); ++k)
+        if (!fmpq_is_zero(z.cheb[k].get())) z.degree = k;
+    z.cheb.resize(z.degree + 1);
+    z.one_parity = true;
+    for (std::size_t k = 0; k <= z.degree; ++k)
+        if ((k % 2) != (z.degree % 2) && !fmpq_is_zero(z.cheb[k].get())) z.one_parity = false;
+    // The sphere bound holds when the keys (row space of G) or the queries
+    // (column space, by the same argument) all lie on the unit sphere.
+    auto on_sphere = [&](const Matrix& m) {
+        for (std::size_t j = 0; j < m.rows; ++j) {
+            Rat s;
+            for (std::size_t a = 0; a < m.cols; ++a) fmpq_addmul(s.get(), m(j, a).get(), m(j, a).get());
+            if (!(s == Rat(1))) return false;
+        }
+        return true;
+    };
+    z.sphere = on_sphere(I.k) || on_sphere(I.q);
+    check_rank(c, w, zonal_rank(z, I.d(), I.n, I.N), cert, true);
+    cert.data = std::move(z);
+}
+
+CertResult check_zonal(const Instance& I, const Rat& eps, const Certificate& c, const CheckOptions& opt) {
+    ZonalRows q(I, c.as<ZonalCert>());
+    return check_row_errors(q, eps, c, opt);
+}
+
+std::string describe_zonal(const Certificate& c) {
+    const auto& z = c.as<ZonalCert>();
+    return "Chebyshev degree " + std::to_string(z.degree) + ", shift " + exact_text(z.shift) +
+           (z.sphere ? ", keys or queries on the unit sphere" : ", neither keys nor queries all on the unit sphere") +
+           (z.sphere && z.one_parity ? ", one parity" : "");
+}
+
+}  // namespace rankcert::cert
