@@ -168,11 +168,16 @@ int construct_main(int argc, char** argv) {
             if (c.family == "ball") opt.provenance["grid_spacing"] = h;
             Bundle parsed = parse_instance(c.instance, out, stem);
             const Mat A = approximate_attention(parsed.instance);
-            for (const auto& ev : opt.eps)
+            for (const auto& ev : opt.eps) {
                 if (auto cp = cell_partition(A, c.queries, c.keys, ev.approx, 0.5 * point_budget)) {
                     compact_neumann(A, ev.approx, *cp, 1e-6);
                     opt.hints.push_back(neumann_json(*cp, out, stem + "-eps" + ev.text + ".cells"));
                 }
+                // The sphere's kernel is analytic: one polynomial in <x, y> (zonal).
+                if (c.family == "sphere")
+                    if (auto z = zonal_sphere(c.queries, fmpq_get_d(parse_rational_text(b, {}).get()), b, ev.approx))
+                        opt.hints.push_back(*z);
+            }
             if (!quiet)
                 std::cerr << "[" << std::fixed << std::setprecision(1)
                           << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] " << stem

@@ -75,6 +75,16 @@ struct KeptBracket {
 };
 KeptBracket keep_tighter(const std::string& fresh, const KeptBracket& now, const std::string& previous);
 
+// A zonal upper certificate (docs/theory.md) for self-attention with logits
+// sigma <x_i, x_j> on points X (rows) exactly on the unit sphere: g the
+// weighted-L1 best Chebyshev polynomial of exp(sigma (t - 1)) (shift = sigma,
+// spelled shift_text), the least degree <= max_degree whose float row errors
+// on X are at most eps (1 - margin); nullopt when none is found.
+std::optional<json> zonal_sphere(const Mat& X, double sigma, const std::string& shift_text, double eps,
+                                 std::size_t max_degree = 80, double margin = 1e-6);
+// Its rank: the dimension of the polynomials of degree <= p on S^{d-1}, at most n.
+std::uint64_t zonal_sphere_rank(std::size_t d, std::size_t p, std::size_t n);
+
 // Least-squares slope of log(y) against log(x) (float; for reports).
 double loglog_slope(const std::vector<double>& x, const std::vector<double>& y);
 
