@@ -4,6 +4,7 @@
 // and defers the rest, never deciding wrongly.
 #include "helpers.hpp"
 #include "../src/checker/cert/combination.hpp"
+#include "../src/checker/cert/zonal.hpp"
 #include "rankcert/fast.hpp"
 
 #include <catch2/catch.hpp>
@@ -346,6 +347,43 @@ TEST_CASE("fast tier: factor and row-interpolative row bounds contain the 256-bi
                 REQUIRE(decide_ge(e.get(), fast::exact(lo)) == Verdict::verified);  // and >= lo
                 REQUIRE(hi - lo < 1e-9);  // tight enough to decide real rows
             }
+        }
+    }
+}
+
+TEST_CASE("fast tier: zonal row bounds contain the 256-bit Arb row error", "[fast]") {
+    std::mt19937_64 gen(41);
+    TempDir dir;
+    for (int trial = 0; trial < 8; ++trial) {
+        // Random rational queries and keys (not on the sphere: the tier does
+        // not care), key biases on odd trials, a temperature, and Chebyshev
+        // coefficients of mixed size up to degree 5 + 4 trial.
+        const std::size_t n = 15, N = 18, d = 3, p = 5 + 4 * static_cast<std::size_t>(trial);
+        json inst = {{"kind", "qk"}, {"q", rat_matrix(gen, n, d, 0.6)}, {"k", rat_matrix(gen, N, d, 0.6)},
+                     {"scale", trial % 3 ? json("5/2") : json{{"rsqrt", 3}}}, {"temperature", "3/2"}};
+        if (trial % 2) {
+            inst["key_bias"] = rat_matrix(gen, 1, N, 2);
+        }
+        json cs = json::array();
+        for (std::size_t k = 0; k <= p; ++k) cs.push_back(decimal(gen, 1.0 / static_cast<double>(k + 1)).str());
+        const std::string shift = trial % 4 == 3 ? "-7/3" : "2";
+        Bundle b = load(dir, bundle_json(inst, Rat(1, 10), {}));
+        ZonalCert z;
+        for (const auto& c : cs) z.cheb.push_back(parse_rational(c, {"t", "c"}));
+        z.shift = parse_rational(json(shift), {"t", "shift"});
+        z.degree = p;
+        cert::ZonalRows q(b.instance, z);
+        REQUIRE(q.fast_prepare());
+        q.prepare(256);
+        for (std::size_t i = 0; i < n; ++i) {
+            double lo = 0, hi = 0;
+            REQUIRE(q.fast(i, &lo, &hi));
+            Ball e;
+            q.eval(i, e.get());
+            INFO("trial " << trial << " row " << i << ": [" << lo << ", " << hi << "]");
+            REQUIRE(decide_le(e.get(), fast::exact(hi)) == Verdict::verified);  // the exact value is <= hi
+            REQUIRE(decide_ge(e.get(), fast::exact(lo)) == Verdict::verified);  // and >= lo
+            REQUIRE(hi - lo < 1e-8 * std::max(1.0, hi));  // tight enough to decide real rows (margins ~1e-6)
         }
     }
 }

@@ -75,7 +75,16 @@ public:
     explicit SoftmaxRows(const Instance& inst);
     bool ok() const { return ok_; }  // false: the tier declines this instance
     // a[0..N): the computed row (masked entries exactly 0); err >= sum_j |A_ij - a_j|.
-    bool row(std::size_t i, double* a, double& err) const;
+    // With scale set: the shift m (a double) and Z~ with |Z - Z~| <= Zerr,
+    // Z = sum_l exp(S_il - m) over allowed l (exact logits S).
+    struct Scale {
+        double m = 0, Z = 0, Zerr = 0;
+    };
+    bool row(std::size_t i, double* a, double& err, Scale* scale = nullptr) const;
+    // |<q_i, k_j> - fl(q~_i . k~_j)| <= dot_err(i, j) (qk instances).
+    double dot_err(std::size_t i, std::size_t j) const {
+        return (gamma(d_) + 2.01 * in_rel) * qn_[i] * kn_[j] * inflate;
+    }
 
 private:
     const Instance& I_;

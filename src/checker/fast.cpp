@@ -174,7 +174,7 @@ SoftmaxRows::SoftmaxRows(const Instance& I) : I_(I) {
     ok_ = std::isfinite(c_err_);
 }
 
-bool SoftmaxRows::row(std::size_t i, double* a, double& err) const {
+bool SoftmaxRows::row(std::size_t i, double* a, double& err, Scale* scale) const {
     if (!ok_) return false;
     const std::size_t N = I_.N;
     // allowed(i, j), inlined for the common masks.
@@ -236,6 +236,7 @@ bool SoftmaxRows::row(std::size_t i, double* a, double& err) const {
     const double gN = gamma(N + 1);
     const double Zerr = (sde * (1 + gN) + gN * Z * (1 + gN)) * inflate + tiny;  // >= |Z_exact - Z~|
     if (!(Zerr <= 0.25 * Z)) return false;
+    if (scale) *scale = {m, Z, Zerr};
     const double inv = 1 / Z;
     for (std::size_t j = 0; j < N; ++j) a[j] *= inv;
     // sum_j |A_j - a_j| <= (sum de_j + Zerr sigma) / (Z~ - Zerr) + 2.01 u sigma,

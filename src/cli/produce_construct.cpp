@@ -86,6 +86,10 @@ int construct_main(int argc, char** argv) {
     double point_budget = 2.0;
     app.add_option("--time-budget", point_budget, "Seconds of search per point and eps (default 2)")
         ->check(CLI::NonNegativeNumber);
+    bool hints_only = false;
+    app.add_flag("--hints-only", hints_only,
+                 "Only the construction's own certificates (cells, zonal), no generic bracket search: "
+                 "for sizes where its SVD alone takes minutes");
     app.add_option("--out", out, "Output folder");
     std::string keep_from;
     app.add_option("--keep-from", keep_from,
@@ -161,6 +165,7 @@ int construct_main(int argc, char** argv) {
             opt.stem = stem;
             opt.lp = false;
             opt.interpolative = false;
+            opt.search = !hints_only;
             // Sweeps bracket many instances: --time-budget (2 s) of search per eps each.
             opt.time_budget = point_budget * static_cast<double>(opt.eps.size());
             opt.provenance = {{"construction", c.family}, {"dimension", c.dim}, {"beta", b},

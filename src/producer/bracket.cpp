@@ -12,6 +12,7 @@
 #include "rankcert/producer/tensor.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -399,8 +400,11 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     LowerOptions lopt = opt.lower;
     lopt.progress = opt.progress;
     lopt.deadline = total;
-    say(opt, "SVD of " + std::to_string(inst.n) + " x " + std::to_string(inst.N));
-    UpperSearch upper(A, uopt);
+    std::optional<UpperSearch> upper;  // absent without search (hints only)
+    if (opt.search) {
+        say(opt, "SVD of " + std::to_string(inst.n) + " x " + std::to_string(inst.N));
+        upper.emplace(A, uopt);
+    }
 
     auto target_of = [&](std::size_t a) { return opt.eps[a].approx * (1 - uopt.margin) - 1e-15; };
     // The smooth search aims a little below the target so that rounding the
@@ -466,7 +470,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (h.at("bound") == "upper") offer_upper(a, h, r, h.at("kind").get<std::string>());
             else offer_lower(a, h, r, h.at("kind").get<std::string>());
         }
-        if (eps.approx < row_mass) {
+        if (opt.search && eps.approx < row_mass) {
             status(a, "neumann greedy");
             LowerOptions lo = lopt;
             for (int attempt = 0; attempt < 3; ++attempt, lo.margin *= 100) {
@@ -479,14 +483,16 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         }
         // The least rank whose truncated SVD meets the target (bisection;
         // the error is close to monotone in k), then back-off upwards.
-        const double target = target_of(a);
-        const std::size_t hi = std::min<std::size_t>(full, upper.least_svd_rank(target));
-        st.svd_rank = static_cast<double>(hi);
-        status(a, "truncated SVD at rank " + std::to_string(hi));
-        for (std::size_t k = hi; k < st.U && k <= full; ++k) {
-            FactorCandidate fc = upper.svd_factor(k);
-            if (fc.float_error <= target && offer_factor(a, fc)) break;
-            if (k >= hi + 3) break;
+        if (upper) {
+            const double target = target_of(a);
+            const std::size_t hi = std::min<std::size_t>(full, upper->least_svd_rank(target));
+            st.svd_rank = static_cast<double>(hi);
+            status(a, "truncated SVD at rank " + std::to_string(hi));
+            for (std::size_t k = hi; k < st.U && k <= full; ++k) {
+                FactorCandidate fc = upper->svd_factor(k);
+                if (fc.float_error <= target && offer_factor(a, fc)) break;
+                if (k >= hi + 3) break;
+            }
         }
         run.publish(eps, st);
         st.seconds += since(t0);
@@ -515,7 +521,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     };
 
     // ---- phase 2: better lower bounds (LP growth, smooth Neumann growth, tail) ----
-    for (std::size_t a = 0; a < E && !total.expired(); ++a) {
+    for (std::size_t a = 0; a < E && opt.search && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         const EpsValue& eps = opt.eps[a];
         const std::string eps_stem = opt.stem + "-eps" + eps.file_text();
@@ -557,7 +563,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
 
     // ---- phase 3: smaller factors (smooth minimax, rank bisection, then one
     // rank at a time), the budget shared among the eps still open ----
-    for (std::size_t a = 0; a < E && !total.expired(); ++a) {
+    for (std::size_t a = 0; a < E && opt.search && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
         if (st.L >= st.U || st.fU.cols() == 0) continue;
@@ -621,7 +627,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     // lower bound, now with the exact LP passes (phase 2's growth had only
     // half of the time then left, and on small heads phase 3 often ends
     // early) ----
-    for (std::size_t a = 0; a < E && total.left() > 1; ++a) {
+    for (std::size_t a = 0; a < E && opt.search && total.left() > 1; ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
         if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || st.lower.value("kind", "") != "neumann") continue;

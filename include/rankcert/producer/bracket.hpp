@@ -37,6 +37,10 @@ struct BracketOptions {
     // Extra candidate certificates (e.g. from a construction), offered to the
     // checker before the search; the best verified ones compete as usual.
     std::vector<json> hints;
+    // false: no search of its own (no SVD, no growth): the hints, the trivial
+    // lower bound and phase 4 only (constructions whose hints are the best
+    // certificates known, at sizes where the SVD alone takes minutes).
+    bool search = true;
     bool lp = true;
     // Anytime search: the whole run's budget in seconds (0: the default of
     // default_time_budget), and at most this much per eps for the factor
