@@ -18,6 +18,7 @@ cd "$root"
 sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json certificates/block-neumann/*.json;
            find certificates/real -name '*-eps*.json' | sort | awk 'NR % 60 == 1';
            ls certificates/kron-small/*.json | grep -v sweep;
+           ls certificates/zonal-small/*.json;
            echo certificates/constructions/ball-kron-r3/ball-kron-r3-beta1024-eps0.1.json;
            echo certificates/constructions/ball-r1/ball-r1-beta128-eps0.1.json;
            echo certificates/constructions/sphere-d2/sphere-d2-beta16-eps0.1.json) )
@@ -62,6 +63,21 @@ PY
 "$exe" verify --quiet --witness "$tmp/wbn.json" "$tmp/t/bn.json" > /dev/null && { echo "recheck: tampered block_neumann bundle not refuted by rankcert"; exit 1; } || true
 $rc "$rk" "$tmp/t/bn.json" "$tmp/wbn.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted block_neumann bundle:"; cat "$tmp/out"; exit 1; }
 grep -q "block_neumann: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the block_neumann refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+
+# A zonal bundle with its constant Chebyshev coefficient raised: refuted by both.
+$rc - certificates/zonal-small/sphere-d3-beta8-eps0.1.json "$tmp/t/zonal.json" <<'PY'
+import json, sys
+from fractions import Fraction
+d = json.load(open(sys.argv[1]))
+z = [c for c in d["certificates"] if c["kind"] == "zonal"][0]
+z["chebyshev"][0] = str(Fraction(float.fromhex(z["chebyshev"][0])) + Fraction(1, 20))
+d["certificates"] = [z]
+d["claim"] = {}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$exe" verify --quiet --witness "$tmp/wz.json" "$tmp/t/zonal.json" > /dev/null && { echo "recheck: tampered zonal bundle not refuted by rankcert"; exit 1; } || true
+$rc "$rk" "$tmp/t/zonal.json" "$tmp/wz.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted zonal bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "zonal: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the zonal refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # Kronecker bundles: a cell moved from one axis's R to another column (the
 # own mass of a cell drops), and an axis factor's u scaled: refuted by both.

@@ -18,6 +18,8 @@ witness file, `rankcert verify --witness`):
 
 Every certificate kind is re-checked: factor, row_interpolative, neumann,
 block_neumann (vertex preimages per block of rows of P = Lambda A_I),
+zonal (its rank recomputed from the exact points and coefficients, and its
+row errors with Clenshaw's recurrence in intervals),
 kron_factor and kron_neumann (per-factor rows of a kronecker instance, the
 telescoped error and the per-multi-index neumann row), tail, trivial, sandwich (both row inequalities through the Gibbs matrix of
 T) and profile (the exact gauge bound on kappa, the exact spectral-norm
@@ -36,6 +38,7 @@ exit: 0 agree, 1 disagree, 2 undecided, 3 input error.
 import argparse
 import hashlib
 import json
+import math
 import os
 import random
 import struct
@@ -547,6 +550,51 @@ def recheck_kron_neumann(inst, arrays, eps, c, idx, rows_to_check, report):
     return check_rows(keys, value, lambda x: lt(x, thr))
 
 
+def zonal_rank(inst, cheb):
+    """The dimension bound of docs/theory.md ("zonal"), recomputed from the exact data."""
+    nz = [k for k, x in enumerate(cheb) if x != 0]
+    if not nz:
+        return 0
+    p, d = nz[-1], len(inst.k[0])
+
+    def on_sphere(pts):
+        return all(sum((x * x for x in v), Fraction(0)) == 1 for v in pts)
+    if on_sphere(inst.k) or on_sphere(inst.q):
+        one_parity = all(k % 2 == p % 2 for k in nz)
+        r = math.comb(p + d - 1, d - 1) + (math.comb(p + d - 2, d - 1) if p >= 1 and not one_parity else 0)
+    else:
+        r = math.comb(p + d, d)
+    return min(r, inst.n, inst.N)
+
+
+def recheck_zonal(inst, eps, c, where, rows_to_check):
+    """B_ij = e^{b_j + shift} g(<q_i, k_j>) / Z_i, g = sum_k c_k T_k: its rank and its row errors."""
+    if inst.kind != "qk" or not all(all(row) for row in inst.allowed):
+        raise InputError(f"{where}: zonal applies only to qk instances without a mask")
+    cheb = [number(x, f"{where}.chebyshev[{k}]") for k, x in enumerate(c["chebyshev"])]
+    rank = zonal_rank(inst, cheb)
+    if c.get("rank") != rank:
+        raise InputError(f"{where}.rank: stated {c.get('rank')}, the data prove {rank}")
+    shift = number(c["shift"], f"{where}.shift")
+
+    def err(i):
+        coef, sh = inst.coef(), ivq(shift)
+        cs = [ivq(x) for x in cheb]
+        num = den = iv.mpf(0)
+        for j in range(inst.N):
+            t = ivq(sum((a * b for a, b in zip(inst.q[i], inst.k[j])), Fraction(0)))  # exact dot, then an interval
+            x = iv.exp(coef * t - sh)
+            b1 = b2 = iv.mpf(0)
+            for ck in reversed(cs[1:]):  # Clenshaw
+                b1, b2 = ck + 2 * t * b1 - b2, b1
+            g = cs[0] + t * b1 - b2
+            eb = iv.exp(ivq(inst.bias[j]))
+            num += eb * abs(x - g)
+            den += eb * x
+        return num / den
+    return check_rows(rows_to_check(inst.n), err, lambda x: le(x, eps))
+
+
 def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
     kind, where = c["kind"], f"certificates[{idx}]"
     if kind == "kron_factor":
@@ -558,6 +606,8 @@ def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
             return ("verified" if Fraction(1) > eps else "refuted"), {}
         best = max(sum(abs(x) for x in row) for row in inst.a)
         return ("verified" if best > eps else "refuted"), {}
+    if kind == "zonal":
+        return recheck_zonal(inst, eps, c, where, rows_to_check)
     if kind in ("factor", "row_interpolative"):
         if kind == "factor":
             n, k, U = dense(arrays, c["u"], where + ".u")
