@@ -10,8 +10,8 @@
 // p - 1: rank B <= C(p+d-1, d-1) + C(p+d-2, d-1), and the second term drops
 // when g has only the parity of p.  The same holds with the queries on the
 // sphere (the column space of G).  Every entry is enclosed in ball
-// arithmetic on the precision ladder (Clenshaw's recurrence for g); there is
-// no exact path.
+// arithmetic on the precision ladder (Clenshaw's recurrence for g) after
+// the fast tier below; there is no exact path.
 //
 // Fast tier: a~ from fast::SoftmaxRows (sum_j |A_ij - a_j| <= errA, its shift
 // m and Z~ with |Z - Z~| <= Zerr, Z = sum_l e^{S_il - m}), so that
