@@ -12,7 +12,7 @@ no bundle names any more are removed.  Finally the folder is re-verified by
 `rankcert verify` (the merged bundles were never seen by the producer's own
 check, so this is the check that counts) and the summary is rewritten.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long] [--budget 10] [--jobs 2]
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long] [--budget 10] [--jobs 2] [--focus both|lower]
 """
 import argparse
 import concurrent.futures as cf
@@ -42,11 +42,16 @@ def sidecars(cert):
     return out
 
 
-def bracket(inst, temp, budget, scratch):
+def bracket(inst, temp, budget, scratch, focus):
     out = os.path.join(scratch, f"{os.path.basename(inst)[:-5]}-t{temp}")
-    p = subprocess.run([RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(EPS),
-                        "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q"],
-                       capture_output=True, text=True)
+    cmd = [RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(EPS),
+           "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q"]
+    if focus == "lower":
+        # Grow from the committed certificates and spend the budget on L.
+        cmd += ["--focus", "lower"]
+        for e in EPS:
+            cmd += ["--start-from", f"{inst[:-5]}-t{temp}-eps{e}.json"]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise RuntimeError(f"bracket {inst} t={temp}: exit {p.returncode}: {p.stderr.strip()[:300]}")
     return {r["eps"]: r["bundle"] for r in json.loads(p.stdout)["results"]}
@@ -89,6 +94,8 @@ def main():
     ap.add_argument("--texts", default="medium,long")
     ap.add_argument("--budget", type=float, default=10)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--focus", choices=("both", "lower"), default="both",
+                    help="lower: start from the committed certificates and search only for larger L")
     a = ap.parse_args()
     base = os.path.join(ROOT, "certificates/real/stories260K")
     work = []
@@ -102,7 +109,7 @@ def main():
     changed = 0
     rows = []
     with cf.ThreadPoolExecutor(a.jobs) as ex:
-        futs = {ex.submit(bracket, inst, temp, a.budget, scratch): (inst, temp) for inst, temp in work}
+        futs = {ex.submit(bracket, inst, temp, a.budget, scratch, a.focus): (inst, temp) for inst, temp in work}
         for i, fu in enumerate(cf.as_completed(futs), 1):
             inst, temp = futs[fu]
             new = fu.result()

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <set>
 
 namespace rankcert::cli {
 
@@ -27,6 +28,64 @@ std::string tensor_stem(const std::string& spec) {
     return stem;
 }
 
+// The neumann and factor certificates of an earlier bundle of the same
+// instance (same n, N, temperature), rewritten as hints with sidecars in
+// out: the checker decides them again like any candidate.
+void add_start_hints(const std::string& path, const json& inst, const std::string& out, const std::string& stem,
+                     std::vector<json>& hints) {
+    const Bundle b = load_bundle(path, path);
+    const Bundle now = parse_instance(inst, out, stem);
+    const Instance &was = b.instance, &is = now.instance;
+    if (was.n != is.n || was.N != is.N || !(was.temperature == is.temperature) || was.kind != is.kind)
+        throw InputError(path + ": --start-from needs a bundle of the same instance (n, N, temperature)");
+    const std::string tag = stem + ".start" + std::to_string(hints.size());
+    for (std::size_t c = 0; c < b.certificates.size(); ++c) {
+        const Certificate& cert = b.certificates[c];
+        const std::string name = tag + "-" + std::to_string(c);
+        if (cert.kind() == CertKind::neumann) {
+            const auto& nc = cert.as<NeumannCert>();
+            NeumannCandidate cand;
+            cand.rows = nc.rows;
+            cand.N = is.N;
+            for (const auto& e : nc.r.entries) cand.r.push_back({e.row, e.col, fmpq_get_d(e.val.get())});
+            cand.method = "start";
+            hints.push_back(neumann_json(cand, out, name));
+        } else if (cert.kind() == CertKind::factor) {
+            const auto& fc = cert.as<FactorCert>();
+            FactorCandidate cand;
+            cand.k = cert.rank;
+            cand.U = Mat(static_cast<Eigen::Index>(fc.u.rows), static_cast<Eigen::Index>(cand.k));
+            cand.W = Mat(static_cast<Eigen::Index>(fc.w.rows), static_cast<Eigen::Index>(cand.k));
+            for (std::size_t i = 0; i < fc.u.rows; ++i)
+                for (std::size_t t = 0; t < cand.k; ++t) cand.U(i, t) = fmpq_get_d(fc.u(i, t).get());
+            for (std::size_t j = 0; j < fc.w.rows; ++j)
+                for (std::size_t t = 0; t < cand.k; ++t) cand.W(j, t) = fmpq_get_d(fc.w(j, t).get());
+            cand.method = "start";
+            hints.push_back(factor_json(cand, out, name));
+        }
+    }
+}
+
+// Every {"npy": name} below j.
+void npy_names(const json& j, std::set<std::string>& out) {
+    if (j.is_object()) {
+        if (auto it = j.find("npy"); it != j.end() && it->is_string()) out.insert(it->get<std::string>());
+        for (const auto& v : j) npy_names(v, out);
+    } else if (j.is_array()) {
+        for (const auto& v : j) npy_names(v, out);
+    }
+}
+
+// The start hints' sidecars that no published bundle names.
+void remove_unused_start_sidecars(const std::vector<json>& hints, const std::vector<BracketResult>& results,
+                                  const std::string& out) {
+    std::set<std::string> written, used;
+    for (const auto& h : hints) npy_names(h, written);
+    for (const auto& r : results) npy_names(read_document(r.bundle_path, r.bundle_path), used);
+    for (const auto& f : written)
+        if (!used.count(f)) fs::remove(fs::path(out) / f);
+}
+
 }  // namespace
 
 int bracket_main(int argc, char** argv) {
@@ -37,6 +96,8 @@ int bracket_main(int argc, char** argv) {
     std::string instance, q, k, logits, matrix, scale = "", mask, temperature, key_bias, eps_text = "0.1", out = ".",
                                                               name = "", provenance;
     bool json_out = false, no_tail = false, no_lp = false, quiet = false;
+    std::vector<std::string> start_from;
+    std::string focus = "both";
     slong max_prec = PrecisionLadder::default_max_bits;
     unsigned threads = 0;
     app.add_option("--instance", instance, "Bundle or bundle-style instance JSON (its sidecars are copied)");
@@ -69,6 +130,12 @@ int bracket_main(int argc, char** argv) {
     bool no_interpolative = false;
     app.add_flag("--no-interpolative", no_interpolative, "Skip the greedy row-interpolative search (small instances)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
+    app.add_option("--start-from", start_from,
+                   "Bundles of the same instance (e.g. an earlier run's): their neumann and factor certificates "
+                   "are offered to the checker first, and the search grows from the best of them");
+    app.add_option("--focus", focus, "both (default), or lower: after the first bracket, the whole budget goes to "
+                                     "lower bounds")
+        ->check(CLI::IsMember({"both", "lower"}));
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
     app.add_option("--threads", threads, "Checker threads (default: one per core)");
     return run_command(app, argc, argv, "rankcert bracket", [&]() -> int {
@@ -137,7 +204,10 @@ int bracket_main(int argc, char** argv) {
         if (!provenance.empty()) opt.provenance = parse_json_text(provenance, "--provenance");
         opt.provenance["producer"] = std::string("rankcert bracket ") + RANKCERT_VERSION;
         opt.stem = stem;
+        opt.lower_focus = focus == "lower";
+        for (const auto& path : start_from) add_start_hints(path, inst, out, stem, opt.hints);
         auto results = run_bracket(inst, opt);
+        remove_unused_start_sidecars(opt.hints, results, out);
         if (opt.progress && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
         if (stop_requested.load() && !quiet)
             std::cerr << "rankcert bracket: stopped by a signal; the bundles below hold the best brackets certified so far\n";

@@ -309,6 +309,12 @@ public:
         if (opt_.on_publish) opt_.on_publish(eps.text, r.lower, r.upper);
     }
 
+    // Keep a winner's files through the garbage collection of other eps'
+    // publishes until unpin_all() (the hints, verified at every eps before
+    // any eps is published).
+    void pin(const json& cert) { sidecars_of(cert, pinned_); }
+    void unpin_all() { pinned_.clear(); }
+
     // Remove every file this run created that no published bundle refers to.
     void collect_garbage() {
         const auto refs = referenced();
@@ -328,12 +334,13 @@ private:
         std::set<std::string> refs;
         for (const auto& [e, certs] : published_)
             for (const auto& c : certs) sidecars_of(c, refs);
+        refs.insert(pinned_.begin(), pinned_.end());
         return refs;
     }
 
     const json& inst_json_;
     const BracketOptions& opt_;
-    std::set<std::string> instance_files_, created_;
+    std::set<std::string> instance_files_, created_, pinned_;
     std::set<fs::path> scratch_;
     std::map<std::string, std::vector<json>> published_;
 };
@@ -451,24 +458,33 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     };
 
     // ---- phase 1: a first certified bracket at every eps ----
+    // The hints first, at every eps: a publish collects the sidecars no
+    // published bundle names, so a hint that failed at one eps would be gone
+    // before it is offered at the next.
+    for (std::size_t a = 0; a < E; ++a) {
+        states[a].U = full;
+        for (const auto& h : opt.hints) {
+            const std::uint64_t r = h.at("rank").get<std::uint64_t>();
+            if (h.at("bound") == "upper") offer_upper(a, h, r, h.at("kind").get<std::string>());
+            else offer_lower(a, h, r, h.at("kind").get<std::string>());
+        }
+        for (const json* c : {&states[a].lower, &states[a].upper})
+            if (!c->is_null()) run.pin(*c);
+    }
     for (std::size_t a = 0; a < E && !total.stopped(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         const EpsValue& eps = opt.eps[a];
         const std::string eps_stem = opt.stem + "-eps" + eps.file_text();
         EpsState& st = states[a];
-        st.U = full;
         if (eps.approx < row_mass) {
             json triv = {{"bound", "lower"}, {"kind", "trivial"}, {"rank", 1}};
             if (run.check(eps, triv).verdict == Verdict::verified) {
-                st.L = 1;
-                st.lkind = "trivial";
+                if (st.L < 1) {  // a hint may already have given more
+                    st.L = 1;
+                    st.lkind = "trivial";
+                }
                 st.trivial = triv;
             }
-        }
-        for (const auto& h : opt.hints) {
-            const std::uint64_t r = h.at("rank").get<std::uint64_t>();
-            if (h.at("bound") == "upper") offer_upper(a, h, r, h.at("kind").get<std::string>());
-            else offer_lower(a, h, r, h.at("kind").get<std::string>());
         }
         if (opt.search && eps.approx < row_mass) {
             status(a, "neumann greedy");
@@ -498,6 +514,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         st.seconds += since(t0);
         status(a, "first bracket written");
     }
+    run.unpin_all();  // every eps has published its winners
 
     // Smooth Neumann growth (with the all-keys LP where it is cheap) from the
     // current lower certificate's rows, within `share` seconds.
@@ -563,7 +580,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
 
     // ---- phase 3: smaller factors (smooth minimax, rank bisection, then one
     // rank at a time), the budget shared among the eps still open ----
-    for (std::size_t a = 0; a < E && opt.search && !total.expired(); ++a) {
+    for (std::size_t a = 0; a < E && opt.search && !opt.lower_focus && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
         if (st.L >= st.U || st.fU.cols() == 0) continue;

@@ -41,6 +41,10 @@ struct BracketOptions {
     // lower bound and phase 4 only (constructions whose hints are the best
     // certificates known, at sizes where the SVD alone takes minutes).
     bool search = true;
+    // After the first bracket, spend the whole budget on lower bounds (no
+    // factor search): for refreshing brackets whose upper end is known to be
+    // tight, starting from their best certificates given as hints.
+    bool lower_focus = false;
     bool lp = true;
     // Anytime search: the whole run's budget in seconds (0: the default of
     // default_time_budget), and at most this much per eps for the factor
