@@ -201,6 +201,44 @@ TEST_CASE("bracket is anytime: a budget bounds the run, every eps gets a verifie
     REQUIRE(std::system(ver.c_str()) == 0);
 }
 
+TEST_CASE("bracket --start-from --focus lower never loses an end of the earlier brackets", "[bracket]") {
+    TempDir dir;
+    write_head(dir, 96);
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    const std::string head = " bracket --q " + (dir.path / "q.npy").string() + " --k " + (dir.path / "k.npy").string() +
+                             " --scale rsqrt:8 --mask causal --eps 0.05,0.1,0.2 --json -q --name h --out ";
+    const auto first = dir.path / "first", second = dir.path / "second";
+    REQUIRE(std::system((std::string(exe) + head + first.string() + " --time-budget 2 > " +
+                         (dir.path / "r1.json").string()).c_str()) == 0);
+    std::string starts;
+    for (const char* e : {"0.05", "0.1", "0.2"}) starts += " --start-from " + (first / ("h-eps" + std::string(e) + ".json")).string();
+    REQUIRE(std::system((std::string(exe) + head + second.string() + " --time-budget 4 --focus lower" + starts + " > " +
+                         (dir.path / "r2.json").string()).c_str()) == 0);
+    std::ifstream in1(dir.path / "r1.json"), in2(dir.path / "r2.json");
+    const json r1 = json::parse(in1), r2 = json::parse(in2);
+    REQUIRE(r1["results"].size() == 3);
+    REQUIRE(r2["results"].size() == 3);
+    for (std::size_t a = 0; a < 3; ++a) {
+        INFO("eps " << r1["results"][a]["eps"]);
+        REQUIRE(r2["results"][a]["verdict"] == "verified");
+        // The start certificates are offered at every eps first: neither end
+        // can be worse than the earlier run's.
+        CHECK(r2["results"][a]["lower"].get<std::uint64_t>() >= r1["results"][a]["lower"].get<std::uint64_t>());
+        CHECK(r2["results"][a]["upper"].get<std::uint64_t>() <= r1["results"][a]["upper"].get<std::uint64_t>());
+    }
+    require_no_stray_files(second);
+    REQUIRE(std::system((std::string(exe) + " verify --quiet " + second.string() + " > /dev/null").c_str()) == 0);
+    // A bundle of another instance is refused with a clear error.
+    write_head(dir, 64);
+    const int rc = std::system((std::string(exe) + head + (dir.path / "third").string() + " --time-budget 1" + starts +
+                                " > /dev/null 2> " + (dir.path / "err.txt").string()).c_str());
+    REQUIRE(rc != 0);
+    std::ifstream err(dir.path / "err.txt");
+    const std::string msg((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+    CHECK(msg.find("same instance") != std::string::npos);
+}
+
 TEST_CASE("bracket stops cleanly on SIGTERM and SIGINT, keeping what it has certified", "[bracket]") {
     for (int sig : {SIGTERM, SIGINT}) {
         TempDir dir;
