@@ -25,10 +25,12 @@ run() {
 }
 # beta sweeps at eps = 0.1 (fit over the four largest beta)
 run sphere --d 2 --n 300  --betas 16,32,64,128,256,512       --eps 0.1 --fit-top 4 --out "$out/sphere-d2"
-run sphere --d 3 --n 1200 --betas 4,8,16,32,64               --eps 0.1 --fit-top 4 --time-budget 40 --out "$out/sphere-d3"
-run sphere --d 4 --n 5000 --betas 8,12,16,24                 --eps 0.1 --fit-top 4 --time-budget 10 --out "$out/sphere-d4"
+run sphere --d 3 --n 1200 --betas 4,8,16,32,64               --eps 0.1 --fit-top 4 --time-budget 30 --out "$out/sphere-d3"
+# S^3 on 10^4 points: zonal upper bounds and cell lower bounds only (the
+# generic search's SVD of a 10^4 x 10^4 matrix alone takes minutes)
+run sphere --d 4 --n 10000 --betas 12,16,24,32,48            --eps 0.1 --fit-top 4 --time-budget 20 --hints-only --out "$out/sphere-d4"
 run ball   --r 1 --h 1/128 --betas 64,128,256,512,1024,2048 --eps 0.1 --fit-top 4 --out "$out/ball-r1"
-run ball   --r 2 --h 1/32  --betas 16,32,64,128,256         --eps 0.1 --fit-top 4 --time-budget 40 --out "$out/ball-r2"
+run ball   --r 2 --h 1/32  --betas 16,32,64,128,256         --eps 0.1 --fit-top 4 --time-budget 30 --out "$out/ball-r2"
 # eps sweeps at fixed beta
 run ball   --r 1 --h 1/128 --beta 512 --eps-sweep 0.4,0.2,0.1,0.05,0.025 --fit-top 4 --out "$out/ball-r1-eps"
 run sphere --d 2 --n 300  --beta 128 --eps-sweep 0.4,0.2,0.1,0.05,0.025 --fit-top 4 --out "$out/sphere-d2-eps"
