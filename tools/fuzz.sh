@@ -34,7 +34,7 @@ for t in number npy bundle; do
 done
 # Seeds.
 mkdir -p "$out/seed_bundle" "$out/seed_npy" "$out/seed_number"
-(ls certificates/kron-small/*.json certificates/block-neumann/*.json; find certificates -name '*.json' -size -40k | sort | head -200) | xargs -I{} cp {} "$out/seed_bundle/" 2>/dev/null || true
+(ls certificates/kron-small/*.json certificates/block-neumann/*.json tests/fuzz/seed_*.json; find certificates -name '*.json' -size -40k | sort | head -200) | xargs -I{} cp {} "$out/seed_bundle/" 2>/dev/null || true
 find certificates -name '*.npy' -size -20k | head -50 | xargs -I{} cp {} "$out/seed_npy/" 2>/dev/null || true
 for s in 0.1 -1/3 0x1.8p-3 1e-300 123456789012345678901234567890 -0.0 7/0; do printf '%s' "$s" > "$out/seed_number/$(echo "$s" | md5sum | cut -c1-8)"; done
 export ASAN_OPTIONS=detect_leaks=0
