@@ -146,7 +146,7 @@ long exact_rank(const std::vector<std::vector<Rat>>& q, const std::vector<std::v
 
 }  // namespace
 
-TEST_CASE("zonal: the derived rank is never below the exact rank of B", "[zonal]") {
+TEST_CASE("zonal: the derived rank is never below the exact rank of B", "[zonal][kind:zonal][known-answer]") {
     TempDir dir;
     Rng rng(7);
     struct Case {
@@ -225,7 +225,7 @@ TEST_CASE("zonal: row errors are enclosed (exact rational reference)", "[zonal]"
     CHECK(below.certificates.at(0).verdict == Verdict::refuted);
 }
 
-TEST_CASE("zonal: known answer on the sphere, and tampering", "[zonal]") {
+TEST_CASE("zonal: known answer on the sphere, and tampering", "[zonal][kind:zonal][tampering]") {
     TempDir dir;
     Rng rng(3);
     const std::size_t n = 40, d = 3, p = 10;
