@@ -13,7 +13,7 @@ part() {  # name, files...
 echo "part          lines  files"
 part parsing    src/checker/input.cpp src/checker/array.cpp src/checker/bundle.cpp include/rankcert/input.hpp include/rankcert/array.hpp include/rankcert/bundle.hpp include/rankcert/certificate.hpp $(ls src/checker/cert/common.* 2>/dev/null)
 part arithmetic src/checker/exact.cpp src/checker/enclose.cpp src/checker/fast.cpp include/rankcert/exact.hpp include/rankcert/enclose.hpp include/rankcert/fast.hpp src/checker/ldl.hpp $(ls src/checker/rows.* src/checker/interaction.* 2>/dev/null)
-part checks     $(ls src/checker/check.cpp src/checker/profile.cpp src/checker/sweep.cpp src/checker/cert/*.cpp src/checker/cert/units.hpp include/rankcert/check.hpp include/rankcert/profile.hpp include/rankcert/sweep.hpp include/rankcert/kinds.hpp 2>/dev/null | grep -v common)
+part checks     $(ls src/checker/check.cpp src/checker/profile.cpp src/checker/sweep.cpp src/checker/cert/*.cpp src/checker/cert/*.hpp include/rankcert/check.hpp include/rankcert/profile.hpp include/rankcert/sweep.hpp include/rankcert/kinds.hpp 2>/dev/null | grep -v common)
 part results    $(ls src/checker/result.cpp include/rankcert/result.hpp include/rankcert/exit.hpp 2>/dev/null)
 part cli        src/cli/main.cpp
 echo
