@@ -385,5 +385,13 @@ TEST_CASE("fast tier: zonal row bounds contain the 256-bit Arb row error", "[fas
             REQUIRE(decide_ge(e.get(), fast::exact(lo)) == Verdict::verified);  // and >= lo
             REQUIRE(hi - lo < 1e-8 * std::max(1.0, hi));  // tight enough to decide real rows (margins ~1e-6)
         }
+        // A shift far above every logit makes F~ / Z~ huge: the tier declines
+        // (an underflowing G~ eb~ would be scaled past its 2^-1000 allowance).
+        ZonalCert far = z;
+        far.shift = Rat(200);
+        cert::ZonalRows qf(b.instance, far);
+        REQUIRE(qf.fast_prepare());
+        double lo = 0, hi = 0;
+        CHECK_FALSE(qf.fast(0, &lo, &hi));
     }
 }

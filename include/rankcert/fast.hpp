@@ -37,7 +37,7 @@ inline constexpr std::size_t max_len = std::size_t{1} << 20;
 inline double gamma(std::size_t k) { return static_cast<double>(k + 1) * unit * (1 + 0x1p-19); }
 
 // The nearest double to q.  False when q != 0 and |x~| is outside
-// [2^-900, 2^900] (then in_rel may fail, or later products may underflow).
+// [2^-250, 2^250] (then in_rel may fail, or later products may under- or overflow).
 bool to_double(const Rat& q, double& out);
 
 // exp(x) for x in [-700, 1/2], with relative error at most exp_rel; NaN

@@ -206,6 +206,9 @@ bool ZonalRows::fast(std::size_t i, double* lo, double* hi) const {
     const double rho = (eta_b_ + eta_F + eta_b_ * eta_F + z) / (1 - z) * inflate;
     const double K = (1 + eta_b_) * (1 + eta_F) * F / (sc.Z - sc.Zerr) * inflate;
     const double s = F / sc.Z;
+    // A product G eb~ that underflows errs by up to 2^-1075 absolutely; with
+    // s below 2^50 the scaled error stays below the 2^-1000 per entry in errB.
+    if (!(s < 0x1p50)) return false;
     const double* qi = fq_.data() + i * d;
     const std::size_t p = z_.degree;
     double R = 0, sumEg = 0, sumB = 0;
