@@ -102,7 +102,7 @@ struct ZonalCert {
     std::vector<Rat> cheb;   // c_0 .. c_p (trailing zeros allowed)
     Rat shift;
     std::size_t degree = 0;  // the index of the last non-zero c_k (0 when g = 0)
-    bool sphere = false;     // every key has |k_j|^2 = 1 exactly
+    bool sphere = false;     // every key, or every query, has |x|^2 = 1 exactly
     bool one_parity = false; // every non-zero c_k has the parity of degree
 };
 

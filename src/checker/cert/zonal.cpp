@@ -72,10 +72,6 @@ std::uint64_t zonal_rank(const ZonalCert& z, std::size_t d, std::size_t n, std::
     return static_cast<std::uint64_t>(fmpz_get_ui(fmpq_numref(bound.get())));
 }
 
-}  // namespace
-
-namespace {
-
 // The nearest double to the ball's midpoint and a bound on the relative
 // distance from every point of the ball; false outside [2^-900, 2^900].
 bool ball_to_double(arb_srcptr b, double& out, double& rel) {
