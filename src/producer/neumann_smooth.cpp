@@ -204,7 +204,11 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // Start: the least-norm right inverse of A_I, then the smooth optimum.
     Mat AI = rows_of(A, I);
     Mat R = AI.transpose() * (AI * AI.transpose()).ldlt().solve(Mat::Identity(AI.rows(), AI.rows()));
+    const auto t_start = std::chrono::steady_clock::now();
     double v = optimise(AI, eps, R, 200, 0.9, dl);
+    if (opt.progress)
+        opt.progress("neumann smooth: start value " + std::to_string(v) + " after " +
+                     std::to_string(std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count()) + " s");
     // The exact LP optimum over all keys (interior point) where it is cheap:
     // the smooth search admits a row at the first iterate below 0.98, which
     // leaves the next candidate almost no slack, while the LP optimum for
@@ -222,12 +226,18 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         vcur = c->float_value;
         return true;
     };
-    if (!(v < 0.98)) lp_reopt(I, R, v);  // no slack to admit a row with
+    const double admit = 0.98;  // a 2% margin while growing
+    if (!(v < admit)) lp_reopt(I, R, v);  // no slack to admit a row with
     std::optional<NeumannCandidate> best;
     if (v < 1 - opt.margin) best = candidate(A, eps, I, R);
+    // A start above the admission threshold admits nothing: every candidate
+    // re-optimises from this R and has to get below it with one row more.
+    // At 512 tokens, where the LP is too large to restore slack, trying them
+    // took the whole share (full512 L0 H1, eps 0.1: start 1.003, 30 s of
+    // candidates, none admitted), which the factor search then lacked.
+    if (!(v < admit)) return best;
     std::vector<char> used(static_cast<std::size_t>(A.rows()), 0);
     for (auto i : I) used[i] = 1;
-    const double admit = 0.98;  // a 2% margin while growing
     // At 512 tokens one candidate costs seconds (200 steps of O(m^2 N)); a
     // long run of rejections there means the rest of the budget is better
     // spent on the upper bound.
