@@ -14,22 +14,36 @@
 #             100 MB of float16/float32 factors (ranks 250-450 of 512), too
 #             large to commit; the summary of all 120 is committed.
 #
-# usage: tools/build_real512.sh            (JOBS=2; about 20 minutes on 2 cores)
+# usage: [BUDGET=S] [KEEP=DIR] tools/build_real512.sh   (JOBS=2; about 20 minutes on 2 cores)
+#   BUDGET  seconds per head for the three eps (default: rankcert bracket's,
+#           60 s at 512 tokens); 40 heads take about 40 * BUDGET / JOBS.
+#   KEEP    an earlier DEST (e.g. a copy of certificates/real/full512): its
+#           bundles of a head are offered with --start-from, so those heads'
+#           brackets never get wider.  KEEP must differ from DEST.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rc=${RC:-build/rankcert}
 jobs=${JOBS:-2}
 out=${OUT:-build/real512}
 dest=${DEST:-certificates/real/full512}
+keep=${KEEP:-}
+budget=${BUDGET:-}
+if [ -n "$keep" ] && [ "$(realpath -m "$keep")" = "$(realpath -m "$dest")" ]; then
+  echo "build_real512.sh: KEEP must differ from DEST (DEST is rebuilt from scratch)" >&2
+  exit 2
+fi
 [ -x "$rc" ] || ./build.sh build
 rm -rf "$out" "$dest"
 mkdir -p "$out"
 "$rc" extract --checkpoint data/stories260K/stories260K.bin --tokenizer data/stories260K/tok512.bin \
   --text-file certificates/real/texts/full512.txt --out "$dest" --name full512
-export rc out
+export rc out keep budget
 # One BLAS thread and one checker thread per job: JOBS jobs share the cores.
 ls "$dest"/full512-L*-H*.json | OPENBLAS_NUM_THREADS=1 xargs -P "$jobs" -I{} sh -c \
-  'b=$(basename {} .json); "$rc" bracket --instance {} --eps 0.05,0.1,0.2 --out "$out/$b" --threads 1 --json -q \
+  'b=$(basename {} .json); extra=""
+   [ -n "$budget" ] && extra="--time-budget $budget"
+   for f in ${keep:+"$keep"/$b-eps*.json}; do [ -f "$f" ] && extra="$extra --start-from $f"; done
+   "$rc" bracket --instance {} --eps 0.05,0.1,0.2 --out "$out/$b" --threads 1 --json -q $extra \
      > "$out/$b.result.json" || echo "FAILED: {}" >&2'
 for b in "$out"/full512-L*-H0; do cp "$b"/*-eps*.json "$b"/*-eps*.npy "$dest"/ 2>/dev/null || true; done
 /usr/bin/python3 tools/real512_summary.py "$out" "$dest"
