@@ -206,6 +206,7 @@ struct EpsState {
     std::string lkind = "-", ukind = "-";
     json trivial, lower, upper;
     Mat fU, fW;  // the winning factor in floating point (warm starts)
+    NeumannCandidate nc;  // the winning neumann candidate, if this run made it (warm start of the growth)
     std::size_t search_floor = 0;  // ranks at or below it failed the search
     double svd_rank = 0, seconds = 0;
     bool published = false;
@@ -494,7 +495,10 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 if (nc.rows.size() <= st.L) break;
                 compact_neumann(A, eps.approx, nc, lo.margin);
                 json cj = neumann_json(nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc.rows.size())));
-                if (offer_lower(a, cj, nc.rows.size(), "neumann")) break;
+                if (offer_lower(a, cj, nc.rows.size(), "neumann")) {
+                    st.nc = std::move(nc);
+                    break;
+                }
             }
         }
         // The least rank whose truncated SVD meets the target (bisection;
@@ -528,11 +532,14 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         const Deadline dl = total.within(share);
         lo.smooth_stall = 0.1 * share;  // a tenth of the share without a new row ends the growth
         if (!with_lp) lo.lp_reopt_size = 0;
-        auto nc = neumann_smooth_grow(A, eps.approx, st.lower["rows"].get<std::vector<std::size_t>>(), lo, dl);
+        const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
+        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, st.nc.rows == rows ? &st.nc : nullptr);
         if (nc && nc->rows.size() > st.L) {
             compact_neumann(A, eps.approx, *nc, lo.margin);
             json cj = neumann_json(*nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc->rows.size())));
-            return offer_lower(a, cj, nc->rows.size(), "neumann");
+            if (!offer_lower(a, cj, nc->rows.size(), "neumann")) return false;
+            st.nc = std::move(*nc);
+            return true;
         }
         return false;
     };
@@ -571,7 +578,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (nc.rows.size() > st.L && !nc.r.empty()) {
                 compact_neumann(A, eps.approx, nc, lo.margin);
                 json cj = neumann_json(nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc.rows.size())));
-                offer_lower(a, cj, nc.rows.size(), "neumann");
+                if (offer_lower(a, cj, nc.rows.size(), "neumann")) st.nc = std::move(nc);
             }
         }
         if (st.lower.value("kind", "") == "neumann" && st.L < st.U && !total.expired()) {

@@ -179,9 +179,11 @@ NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate star
 // Grow a row set with R over all keys chosen by smooth minimax (L-BFGS on a
 // log-sum-exp surrogate of delta + eps rho), admitting rows in causal order
 // (neumann_smooth.cpp).  The largest row set whose float value is below
-// 1 - margin, if any.
+// 1 - margin, if any.  With `start_r` (a candidate for exactly the rows
+// `start`) the search also starts from its R and keeps the better start.
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
-                                                    const LowerOptions& opt, const Deadline& dl);
+                                                    const LowerOptions& opt, const Deadline& dl,
+                                                    const NeumannCandidate* start_r = nullptr);
 // Make a Neumann candidate small on disk (bracket.cpp): drop R's smallest
 // entries while the float value keeps half of its slack below 1 - margin, then
 // round R to float16 or float32 where the value still passes.
