@@ -533,7 +533,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         lo.smooth_stall = 0.1 * share;  // a tenth of the share without a new row ends the growth
         if (!with_lp) lo.lp_reopt_size = 0;
         const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
-        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, st.nc.rows == rows ? &st.nc : nullptr);
+        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, &st.nc);  // used only if it has these rows
         if (nc && nc->rows.size() > st.L) {
             compact_neumann(A, eps.approx, *nc, lo.margin);
             json cj = neumann_json(*nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc->rows.size())));
