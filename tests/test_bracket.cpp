@@ -239,6 +239,60 @@ TEST_CASE("bracket --start-from --focus lower never loses an end of the earlier 
     CHECK(msg.find("same instance") != std::string::npos);
 }
 
+TEST_CASE("bracket --start-from never touches the sidecars of a bundle already in the folder", "[bracket]") {
+    TempDir dir;
+    write_head(dir, 64);
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    const std::string head = " bracket --q " + (dir.path / "q.npy").string() + " --k " + (dir.path / "k.npy").string() +
+                             " --scale rsqrt:8 --mask causal --json -q --name h --out ";
+    const auto first = dir.path / "first", shared = dir.path / "shared";
+    REQUIRE(std::system((std::string(exe) + head + first.string() + " --eps 0.05,0.1 --time-budget 1 > /dev/null").c_str()) ==
+            0);
+    // The folder as an earlier --start-from run leaves it: a bundle whose
+    // certificates' sidecars carry the start hints' names (h.start0-C...).
+    std::filesystem::create_directories(shared);
+    json b;
+    {
+        std::ifstream in(first / "h-eps0.1.json");
+        b = json::parse(in);
+    }
+    for (const auto& e : std::filesystem::directory_iterator(first))
+        if (e.path().filename().string().rfind("h.", 0) == 0) std::filesystem::copy(e.path(), shared / e.path().filename());
+    std::size_t renamed = 0;
+    for (std::size_t c = 0; c < b["certificates"].size(); ++c)
+        for (auto& [key, v] : b["certificates"][c].items()) {
+            if (!v.is_object() || !v.contains("npy")) continue;
+            const std::string was = v["npy"].get<std::string>();
+            const std::string now = "h.start0-" + std::to_string(c) + "." + (key == "r" ? "neumann-r" : key) + ".npy";
+            std::filesystem::copy(first / was, shared / now);
+            v["npy"] = now;
+            ++renamed;
+        }
+    REQUIRE(renamed > 0);
+    {
+        std::ofstream out(shared / "h-eps0.1.json");
+        out << b.dump();
+    }
+    const std::string ver = std::string(exe) + " verify --quiet " + (shared / "h-eps0.1.json").string() + " > /dev/null";
+    REQUIRE(std::system(ver.c_str()) == 0);
+    // A second run into the same folder, at another eps, from another bundle:
+    // its hints must get names of their own, and what it cleans up must not
+    // include the first bundle's files.
+    REQUIRE(std::system((std::string(exe) + head + shared.string() + " --eps 0.2 --time-budget 1 --start-from " +
+                         (first / "h-eps0.05.json").string() + " > /dev/null")
+                            .c_str()) == 0);
+    CHECK(std::system(ver.c_str()) == 0);
+    require_no_stray_files(shared);
+    // A bundle given as --instance names the new bundles after its stem
+    // without its eps: h-eps0.2.json, not h-eps0.1-eps0.2.json.
+    const auto third = dir.path / "third";
+    REQUIRE(std::system((std::string(exe) + " bracket --instance " + (first / "h-eps0.1.json").string() +
+                         " --eps 0.2 --time-budget 1 -q --out " + third.string() + " > /dev/null")
+                            .c_str()) == 0);
+    CHECK(std::filesystem::exists(third / "h-eps0.2.json"));
+}
+
 TEST_CASE("bracket stops cleanly on SIGTERM and SIGINT, keeping what it has certified", "[bracket]") {
     for (int sig : {SIGTERM, SIGINT}) {
         TempDir dir;

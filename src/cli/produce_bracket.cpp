@@ -38,10 +38,19 @@ void add_start_hints(const std::string& path, const json& inst, const std::strin
     const Instance &was = b.instance, &is = now.instance;
     if (was.n != is.n || was.N != is.N || !(was.temperature == is.temperature) || was.kind != is.kind)
         throw InputError(path + ": --start-from needs a bundle of the same instance (n, N, temperature)");
-    const std::string tag = stem + ".start" + std::to_string(hints.size());
+    // A tag no file in out starts with: the hints never overwrite a sidecar
+    // that a bundle already in the folder (an earlier run's) refers to.
+    std::string tag;
+    for (std::size_t t = hints.size();; ++t) {
+        tag = stem + ".start" + std::to_string(t) + "-";
+        bool clash = false;
+        for (const auto& e : fs::directory_iterator(out))
+            if (e.path().filename().string().rfind(tag, 0) == 0) clash = true;
+        if (!clash) break;
+    }
     for (std::size_t c = 0; c < b.certificates.size(); ++c) {
         const Certificate& cert = b.certificates[c];
-        const std::string name = tag + "-" + std::to_string(c);
+        const std::string name = tag + std::to_string(c);
         if (cert.kind() == CertKind::neumann) {
             const auto& nc = cert.as<NeumannCert>();
             NeumannCandidate cand;
@@ -76,12 +85,21 @@ void npy_names(const json& j, std::set<std::string>& out) {
     }
 }
 
-// The start hints' sidecars that no published bundle names.
-void remove_unused_start_sidecars(const std::vector<json>& hints, const std::vector<BracketResult>& results,
-                                  const std::string& out) {
+// The start hints' sidecars that no bundle in out names: neither one this
+// run published (also when the run ended by an exception, after publishing
+// some) nor one that was there before.  The hints' names are fresh, so
+// everything removed here was written by this run.
+void remove_unused_start_sidecars(const std::vector<json>& hints, const std::string& out) {
     std::set<std::string> written, used;
     for (const auto& h : hints) npy_names(h, written);
-    for (const auto& r : results) npy_names(read_document(r.bundle_path, r.bundle_path), used);
+    if (written.empty()) return;
+    for (const auto& e : fs::directory_iterator(out)) {
+        if (e.path().extension() != ".json") continue;
+        try {
+            npy_names(read_document(e.path().string(), e.path().string()), used);
+        } catch (const std::exception&) {  // not a JSON document: names nothing
+        }
+    }
     for (const auto& f : written)
         if (!used.count(f)) fs::remove(fs::path(out) / f);
 }
@@ -175,7 +193,17 @@ int bracket_main(int argc, char** argv) {
             inst = doc.contains("instance") ? doc["instance"] : doc;
             if (doc.contains("provenance") && provenance.empty()) opt.provenance = doc["provenance"];
             copy_sidecars(inst, fs::path(instance).parent_path(), out);
-            if (stem.empty()) stem = fs::path(instance).stem().string();
+            if (stem.empty()) {
+                // A bundle's file is named after its eps (NAME-eps0.1.json):
+                // the new bundles get NAME-epsE.json, not NAME-eps0.1-epsE.json.
+                stem = fs::path(instance).stem().string();
+                const std::string tail = doc.contains("eps") && doc["eps"].is_string()
+                                             ? "-eps" + doc["eps"].get<std::string>()
+                                             : std::string();
+                if (!tail.empty() && stem.size() > tail.size() &&
+                    stem.compare(stem.size() - tail.size(), tail.size(), tail) == 0)
+                    stem.erase(stem.size() - tail.size());
+            }
         } else if (!q.empty()) {
             if (k.empty() || scale.empty()) throw InputError("rankcert bracket: --q needs --k and --scale");
             if (stem.empty()) stem = tensor_stem(q);
@@ -205,9 +233,15 @@ int bracket_main(int argc, char** argv) {
         opt.provenance["producer"] = std::string("rankcert bracket ") + RANKCERT_VERSION;
         opt.stem = stem;
         opt.lower_focus = focus == "lower";
-        for (const auto& path : start_from) add_start_hints(path, inst, out, stem, opt.hints);
-        auto results = run_bracket(inst, opt);
-        remove_unused_start_sidecars(opt.hints, results, out);
+        std::vector<BracketResult> results;
+        try {
+            for (const auto& path : start_from) add_start_hints(path, inst, out, stem, opt.hints);
+            results = run_bracket(inst, opt);
+        } catch (...) {
+            remove_unused_start_sidecars(opt.hints, out);
+            throw;
+        }
+        remove_unused_start_sidecars(opt.hints, out);
         if (opt.progress && isatty(STDERR_FILENO)) std::cerr << "\r\033[K" << std::flush;
         if (stop_requested.load() && !quiet)
             std::cerr << "rankcert bracket: stopped by a signal; the bundles below hold the best brackets certified so far\n";
