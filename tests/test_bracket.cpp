@@ -135,6 +135,15 @@ void write_head(const TempDir& dir, std::size_t n) {
     dir.file("k.npy", npy_bytes("<f8", {n, 8}, f64_data(k)));
 }
 
+// "EXE bracket --q .../q.npy --k .../k.npy --scale rsqrt:8 --mask causal"
+// for the head write_head wrote into dir.
+std::string bracket_head_cmd(const TempDir& dir) {
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    return std::string(exe) + " bracket --q " + (dir.path / "q.npy").string() + " --k " + (dir.path / "k.npy").string() +
+           " --scale rsqrt:8 --mask causal";
+}
+
 // Every file in out is a bundle or a sidecar some bundle refers to; no
 // scratch or temporary file is left.
 void require_no_stray_files(const std::filesystem::path& out) {
@@ -171,9 +180,7 @@ TEST_CASE("bracket is anytime: a budget bounds the run, every eps gets a verifie
     const char* exe = std::getenv("RANKCERT_EXE");
     REQUIRE(exe != nullptr);
     const auto out = dir.path / "out";
-    const std::string cmd = std::string(exe) + " bracket --q " + (dir.path / "q.npy").string() + " --k " +
-                            (dir.path / "k.npy").string() +
-                            " --scale rsqrt:8 --mask causal --eps 0.05,0.1,0.2 --time-budget 3 --json -q --out " +
+    const std::string cmd = bracket_head_cmd(dir) + " --eps 0.05,0.1,0.2 --time-budget 3 --json -q --out " +
                             out.string() + " > " + (dir.path / "r.json").string();
     const auto t0 = std::chrono::steady_clock::now();
     REQUIRE(std::system(cmd.c_str()) == 0);
@@ -206,14 +213,13 @@ TEST_CASE("bracket --start-from --focus lower never loses an end of the earlier 
     write_head(dir, 96);
     const char* exe = std::getenv("RANKCERT_EXE");
     REQUIRE(exe != nullptr);
-    const std::string head = " bracket --q " + (dir.path / "q.npy").string() + " --k " + (dir.path / "k.npy").string() +
-                             " --scale rsqrt:8 --mask causal --eps 0.05,0.1,0.2 --json -q --name h --out ";
+    const std::string head = bracket_head_cmd(dir) + " --eps 0.05,0.1,0.2 --json -q --name h --out ";
     const auto first = dir.path / "first", second = dir.path / "second";
-    REQUIRE(std::system((std::string(exe) + head + first.string() + " --time-budget 2 > " +
+    REQUIRE(std::system((head + first.string() + " --time-budget 2 > " +
                          (dir.path / "r1.json").string()).c_str()) == 0);
     std::string starts;
     for (const char* e : {"0.05", "0.1", "0.2"}) starts += " --start-from " + (first / ("h-eps" + std::string(e) + ".json")).string();
-    REQUIRE(std::system((std::string(exe) + head + second.string() + " --time-budget 4 --focus lower" + starts + " > " +
+    REQUIRE(std::system((head + second.string() + " --time-budget 4 --focus lower" + starts + " > " +
                          (dir.path / "r2.json").string()).c_str()) == 0);
     std::ifstream in1(dir.path / "r1.json"), in2(dir.path / "r2.json");
     const json r1 = json::parse(in1), r2 = json::parse(in2);
@@ -231,7 +237,7 @@ TEST_CASE("bracket --start-from --focus lower never loses an end of the earlier 
     REQUIRE(std::system((std::string(exe) + " verify --quiet " + second.string() + " > /dev/null").c_str()) == 0);
     // A bundle of another instance is refused with a clear error.
     write_head(dir, 64);
-    const int rc = std::system((std::string(exe) + head + (dir.path / "third").string() + " --time-budget 1" + starts +
+    const int rc = std::system((head + (dir.path / "third").string() + " --time-budget 1" + starts +
                                 " > /dev/null 2> " + (dir.path / "err.txt").string()).c_str());
     REQUIRE(rc != 0);
     std::ifstream err(dir.path / "err.txt");
@@ -244,10 +250,9 @@ TEST_CASE("bracket --start-from never touches the sidecars of a bundle already i
     write_head(dir, 64);
     const char* exe = std::getenv("RANKCERT_EXE");
     REQUIRE(exe != nullptr);
-    const std::string head = " bracket --q " + (dir.path / "q.npy").string() + " --k " + (dir.path / "k.npy").string() +
-                             " --scale rsqrt:8 --mask causal --json -q --name h --out ";
+    const std::string head = bracket_head_cmd(dir) + " --json -q --name h --out ";
     const auto first = dir.path / "first", shared = dir.path / "shared";
-    REQUIRE(std::system((std::string(exe) + head + first.string() + " --eps 0.05,0.1 --time-budget 1 > /dev/null").c_str()) ==
+    REQUIRE(std::system((head + first.string() + " --eps 0.05,0.1 --time-budget 1 > /dev/null").c_str()) ==
             0);
     // The folder as an earlier --start-from run leaves it: a bundle whose
     // certificates' sidecars carry the start hints' names (h.start0-C...).
@@ -279,7 +284,7 @@ TEST_CASE("bracket --start-from never touches the sidecars of a bundle already i
     // A second run into the same folder, at another eps, from another bundle:
     // its hints must get names of their own, and what it cleans up must not
     // include the first bundle's files.
-    REQUIRE(std::system((std::string(exe) + head + shared.string() + " --eps 0.2 --time-budget 1 --start-from " +
+    REQUIRE(std::system((head + shared.string() + " --eps 0.2 --time-budget 1 --start-from " +
                          (first / "h-eps0.05.json").string() + " > /dev/null")
                             .c_str()) == 0);
     CHECK(std::system(ver.c_str()) == 0);
