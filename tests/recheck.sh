@@ -15,7 +15,7 @@ rc=/usr/bin/python3
 rk="$root/tools/recheck/recheck.py"
 cd "$root"
 # A sample: the hand-made bundles, every 60th real bundle, two constructions.
-sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json certificates/block-neumann/*.json;
+sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json certificates/block-neumann/*.json certificates/borsuk/*.json;
            find certificates/real -name '*-eps*.json' | sort | awk 'NR % 60 == 1';
            ls certificates/kron-small/*.json | grep -v sweep;
            ls certificates/zonal-small/*.json;
@@ -63,6 +63,19 @@ PY
 "$exe" verify --quiet --witness "$tmp/wbn.json" "$tmp/t/bn.json" > /dev/null && { echo "recheck: tampered block_neumann bundle not refuted by rankcert"; exit 1; } || true
 $rc "$rk" "$tmp/t/bn.json" "$tmp/wbn.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted block_neumann bundle:"; cat "$tmp/out"; exit 1; }
 grep -q "block_neumann: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the block_neumann refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+
+# A borsuk bundle at eps 0.78, above what its icosahedron proves: refuted by both.
+$rc - certificates/borsuk/grid3-eps0.775.json "$tmp/t/borsuk.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["eps"] = "0.78"
+d["certificates"] = d["certificates"][:1]
+d["claim"] = {}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$exe" verify --quiet --witness "$tmp/wb.json" "$tmp/t/borsuk.json" > /dev/null && { echo "recheck: borsuk bundle at 0.78 not refuted by rankcert"; exit 1; } || true
+$rc "$rk" "$tmp/t/borsuk.json" "$tmp/wb.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted borsuk bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "borsuk: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the borsuk refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # A zonal bundle with its constant Chebyshev coefficient raised: refuted by both.
 $rc - certificates/zonal-small/sphere-d3-beta8-eps0.1.json "$tmp/t/zonal.json" <<'PY'

@@ -106,9 +106,23 @@ struct ZonalCert {
     bool one_parity = false; // every non-zero c_k has the parity of degree
 };
 
+// Borsuk-Ulam certificate (docs/theory.md, "Lower bounds", borsuk): blocks,
+// each a centrally symmetric simplicial polytope with labelled vertices and
+// one witness per stored facet.  Proves rank sum_b dim_b.
+struct BorsukBlock {
+    std::size_t dim = 0;
+    std::vector<std::vector<Rat>> vertices;          // V stored vertices u (dim coordinates); -u is implied
+    std::vector<std::pair<std::size_t, int>> labels; // (row of A, sign +-1) of each stored vertex; -u: (row, -sign)
+    std::vector<std::vector<std::size_t>> facets;    // dim indices each in [0, 2V): q >= V is -(vertex q - V)
+};
+struct BorsukCert {
+    std::vector<BorsukBlock> blocks;
+    SparseMatrix v;  // N x F, F = all blocks' stored facets in block order
+};
+
 // The order here is the order of CertKind and of the registry table.
 using CertData = std::variant<FactorCert, RowInterpolativeCert, NeumannCert, TailCert, TrivialCert, ProfileCert,
-                              SandwichCert, BlockNeumannCert, KronFactorCert, KronNeumannCert, ZonalCert>;
+                              SandwichCert, BlockNeumannCert, KronFactorCert, KronNeumannCert, ZonalCert, BorsukCert>;
 
 enum class CertKind {
     factor,
@@ -121,7 +135,8 @@ enum class CertKind {
     block_neumann,
     kron_factor,
     kron_neumann,
-    zonal
+    zonal,
+    borsuk
 };
 // Kinds that apply to kronecker instances (and only to them).
 inline bool is_kron_kind(CertKind k) { return k == CertKind::kron_factor || k == CertKind::kron_neumann; }

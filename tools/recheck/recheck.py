@@ -18,6 +18,7 @@ witness file, `rankcert verify --witness`):
 
 Every certificate kind is re-checked: factor, row_interpolative, neumann,
 block_neumann (vertex preimages per block of rows of P = Lambda A_I),
+borsuk (the exact polytope test of every block, then the witness rows),
 zonal (its rank recomputed from the exact points and coefficients, and its
 row errors with Clenshaw's recurrence in intervals),
 kron_factor and kron_neumann (per-factor rows of a kronecker instance, the
@@ -595,6 +596,87 @@ def recheck_zonal(inst, eps, c, where, rows_to_check):
     return check_rows(rows_to_check(inst.n), err, lambda x: le(x, eps))
 
 
+def borsuk_polytope(blk, where):
+    """The exact polytope test of one borsuk block (docs/theory.md): every
+    facet is a facet of conv(+-u) (vertices independent, every other vertex
+    strictly below the hyperplane w.x = 1 through them), and every ridge of
+    the facets +-F lies in exactly two of them.  Raises InputError."""
+    verts = [[number(x, where) for x in u] for u in blk["vertices"]]
+    V, k = len(verts), len(verts[0])
+    pts = verts + [[-x for x in u] for u in verts]
+    neg = lambda q: q + V if q < V else q - V  # noqa: E731
+    ridges = {}
+    for f, F in enumerate(blk["facets"]):
+        if len(F) != k or len(set(F)) != k or any(not (0 <= q < 2 * V) for q in F):
+            raise InputError(f"{where}.facets[{f}]: needs {k} distinct indices in [0, {2 * V})")
+        # Solve P w = 1 exactly (Gauss-Jordan over Fractions).
+        M = [list(pts[q]) + [Fraction(1)] for q in F]
+        for col in range(k):
+            piv = next((r for r in range(col, k) if M[r][col] != 0), None)
+            if piv is None:
+                raise InputError(f"{where}.facets[{f}]: its vertices are linearly dependent")
+            M[col], M[piv] = M[piv], M[col]
+            for r in range(k):
+                if r != col and M[r][col] != 0:
+                    fac = M[r][col] / M[col][col]
+                    M[r] = [a - fac * b for a, b in zip(M[r], M[col])]
+        w = [M[r][k] / M[r][r] for r in range(k)]
+        for q in range(2 * V):
+            if q not in F and sum(a * b for a, b in zip(w, pts[q])) >= 1:
+                raise InputError(f"{where}.facets[{f}]: vertex {q} lies on or beyond this facet's hyperplane")
+        for G in (list(F), [neg(q) for q in F]):
+            for drop in range(k):
+                key = tuple(sorted(G[:drop] + G[drop + 1:]))
+                ridges[key] = ridges.get(key, 0) + 1
+    bad = [r for r, n in ridges.items() if n != 2]
+    if bad:
+        raise InputError(f"{where}.facets: the ridge {set(bad[0])} lies in {ridges[bad[0]]} of the facets +-F, not 2")
+
+
+def recheck_borsuk(inst, arrays, eps, c, idx, rows_to_check):
+    """Row t of the label rows: eps c + max over its labels (s, F in block b)
+    of (sum_{b' != b} max_{F' in b'} |a_t v_F'| - s a_t v_F) < 0."""
+    where = f"certificates[{idx}]"
+    blocks = c["blocks"]
+    cols, uses = [], {}
+    for b, blk in enumerate(blocks):
+        borsuk_polytope(blk, f"{where}.blocks[{b}]")
+        V = len(blk["vertices"])
+        for F in blk["facets"]:
+            for q in F:
+                t, sg = blk["labels"][q % V] if q < V else blk["labels"][q - V]
+                uses.setdefault(int(t), set()).add((len(cols), b, int(sg) if q < V else -int(sg)))
+            cols.append(b)
+    Nr, Fn, Vm = dense(arrays, c["v"], where + ".v")
+    if Nr != inst.N or Fn != len(cols):
+        raise InputError(f"{where}.v: shape [{Nr}, {Fn}] is not N x F [{inst.N}, {len(cols)}]")
+    cnorm = Fraction(0)
+    for j in range(Nr):
+        mx = [Fraction(0)] * len(blocks)
+        for f in range(Fn):
+            mx[cols[f]] = max(mx[cols[f]], abs(Vm[j * Fn + f]))
+        cnorm = max(cnorm, sum(mx, Fraction(0)))
+    ec = ivq(eps * cnorm)
+    label_rows = sorted(uses)
+    nz = [(j, f, ivq(Vm[j * Fn + f])) for j in range(Nr) for f in range(Fn) if Vm[j * Fn + f] != 0]
+
+    def value(t):
+        a = inst.row(label_rows[t])
+        d = [iv.mpf(0)] * Fn
+        for j, f, x in nz:
+            d[f] += a[j] * x
+        mx = [iv.mpf(0)] * len(blocks)
+        for f in range(Fn):
+            mx[cols[f]] = imax2(mx[cols[f]], abs(d[f]))
+        total = sum(mx, iv.mpf(0))
+        worst = None
+        for f, b, sg in sorted(uses[label_rows[t]]):
+            x = total - mx[b] - (d[f] if sg > 0 else -d[f])
+            worst = x if worst is None else imax2(worst, x)
+        return ec + worst
+    return check_rows(rows_to_check(len(label_rows)), value, lambda x: lt(x, Fraction(0)))
+
+
 def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
     kind, where = c["kind"], f"certificates[{idx}]"
     if kind == "kron_factor":
@@ -711,6 +793,8 @@ def recheck_certificate(inst, arrays, eps, c, idx, rows_to_check, report):
                 total += mx
             return total
         return check_rows(rows_to_check(m), kappa, lambda x: lt(x, Fraction(1)))
+    if kind == "borsuk":
+        return recheck_borsuk(inst, arrays, eps, c, idx, rows_to_check)
     if kind == "tail":
         rows = c["rows"]
         m = len(rows)

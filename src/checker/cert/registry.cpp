@@ -22,6 +22,7 @@ const KindInfo table[] = {
     ROW(kron_factor, upper),
     ROW(kron_neumann, lower),
     ROW(zonal, upper),
+    ROW(borsuk, lower),
 };
 #undef ROW
 

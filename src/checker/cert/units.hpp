@@ -22,6 +22,7 @@ RANKCERT_KIND(block_neumann)
 RANKCERT_KIND(kron_factor)
 RANKCERT_KIND(kron_neumann)
 RANKCERT_KIND(zonal)
+RANKCERT_KIND(borsuk)
 #undef RANKCERT_KIND
 
 // The row-wise l1 error check shared by factor and row_interpolative.
