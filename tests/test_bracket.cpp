@@ -245,6 +245,30 @@ TEST_CASE("bracket --start-from --focus lower never loses an end of the earlier 
     CHECK(msg.find("same instance") != std::string::npos);
 }
 
+TEST_CASE("bracket --start-from a factor at the truncated SVD's rank still runs the factor search", "[bracket]") {
+    // A start factor wins phase 1 and must become phase 3's warm start.  Run 1
+    // (--focus lower) stops at the truncated SVD's rank; from scratch the
+    // factor search gets below it, and so must a run that starts from run 1.
+    TempDir dir;
+    write_head(dir, 64);
+    const std::string head = bracket_head_cmd(dir) + " --eps 0.1 --json -q --name h --out ";
+    auto upper_of = [&](const std::string& out, const std::string& extra) {
+        const auto r = dir.path / (out + ".json");
+        REQUIRE(std::system((head + (dir.path / out).string() + extra + " > " + r.string()).c_str()) == 0);
+        std::ifstream in(r);
+        const json j = json::parse(in);
+        REQUIRE(j["results"].size() == 1);
+        REQUIRE(j["results"][0]["verdict"] == "verified");
+        return j["results"][0]["upper"].get<std::uint64_t>();
+    };
+    const std::uint64_t svd = upper_of("first", " --time-budget 2 --focus lower");
+    const std::uint64_t scratch = upper_of("scratch", " --time-budget 4");
+    REQUIRE(scratch < svd);  // the head leaves the factor search something to do
+    const std::uint64_t started =
+        upper_of("second", " --time-budget 4 --start-from " + (dir.path / "first" / "h-eps0.1.json").string());
+    CHECK(started < svd);
+}
+
 TEST_CASE("bracket --start-from never touches the sidecars of a bundle already in the folder", "[bracket]") {
     TempDir dir;
     write_head(dir, 64);

@@ -466,8 +466,24 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         states[a].U = full;
         for (const auto& h : opt.hints) {
             const std::uint64_t r = h.at("rank").get<std::uint64_t>();
-            if (h.at("bound") == "upper") offer_upper(a, h, r, h.at("kind").get<std::string>());
-            else offer_lower(a, h, r, h.at("kind").get<std::string>());
+            const std::string kind = h.at("kind").get<std::string>();
+            if (h.at("bound") != "upper") {
+                offer_lower(a, h, r, kind);
+            } else if (offer_upper(a, h, r, kind) && kind == "factor") {
+                // The winning hint is phase 3's warm start.  Without it a
+                // hint below the truncated SVD's rank left fU empty and
+                // phase 3 never ran (bert-tiny unflinchingly H1 t0.5 at
+                // eps 0.1 stayed at U = 7 with its bundle as --start-from,
+                // and closed at 6 without it).
+                ArrayLoader L(opt.out_dir, "start hint");
+                for (auto [key, dst] : {std::pair{"u", &states[a].fU}, std::pair{"w", &states[a].fW}}) {
+                    const Matrix m = L.load(h.at(key), {"start hint", key});
+                    *dst = Mat(static_cast<Eigen::Index>(m.rows), static_cast<Eigen::Index>(m.cols));
+                    for (std::size_t i = 0; i < m.rows; ++i)
+                        for (std::size_t j = 0; j < m.cols; ++j)
+                            (*dst)(static_cast<Eigen::Index>(i), static_cast<Eigen::Index>(j)) = fmpq_get_d(m(i, j).get());
+                }
+            }
         }
         for (const json* c : {&states[a].lower, &states[a].upper})
             if (!c->is_null()) run.pin(*c);
