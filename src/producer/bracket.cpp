@@ -621,7 +621,15 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     for (std::size_t a = 0; a < E && opt.search && !opt.lower_focus && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
-        if (st.L >= st.U || st.fU.cols() == 0) continue;
+        if (st.L >= st.U) continue;
+        if (st.fU.cols() == 0 && upper && st.U <= full) {
+            // The upper end came from a hint of another kind (zonal, row
+            // interpolative): start from the truncated SVD at its rank.
+            FactorCandidate fc = upper->svd_factor(st.U);
+            st.fU = std::move(fc.U);
+            st.fW = std::move(fc.W);
+        }
+        if (st.fU.cols() == 0) continue;
         double share = total.left() / static_cast<double>(E - a);
         if (opt.eps_budget > 0) share = std::min(share, opt.eps_budget);
         const Deadline dl = total.within(share);

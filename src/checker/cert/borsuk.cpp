@@ -31,7 +31,7 @@ namespace {
 constexpr std::size_t kMaxDim = 12;               // a block's dimension
 constexpr std::size_t kMaxVertices = 4096;        // stored vertices of one block
 constexpr std::size_t kMaxFacets = 1u << 16;      // stored facets of one block
-constexpr std::uint64_t kMaxWork = 1ull << 24;    // sum over blocks of facets x vertices (the polytope test)
+constexpr std::uint64_t kMaxWork = 1ull << 22;    // sum over blocks of facets x vertices (the polytope test)
 
 // One occurrence of a label on a stored facet: the facet's column in v, its
 // block, and the sign the label asks of a_t . v_F.
