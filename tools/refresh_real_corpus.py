@@ -12,7 +12,11 @@ no bundle names any more are removed.  Finally the folder is re-verified by
 `rankcert verify` (the merged bundles were never seen by the producer's own
 check, so this is the check that counts) and the summary is rewritten.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long] [--budget 10] [--jobs 2] [--focus both|lower]
+--texts berttiny refreshes certificates/real/berttiny (the same layout).
+With --start both searches start from the committed certificates
+(--start-from), so the factor search begins at the committed U.
+
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start]
 """
 import argparse
 import concurrent.futures as cf
@@ -42,13 +46,15 @@ def sidecars(cert):
     return out
 
 
-def bracket(inst, temp, budget, scratch, focus):
+def bracket(inst, temp, budget, scratch, focus, start):
     out = os.path.join(scratch, f"{os.path.basename(inst)[:-5]}-t{temp}")
     cmd = [RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(EPS),
            "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q"]
     if focus == "lower":
-        # Grow from the committed certificates and spend the budget on L.
+        # Spend the budget on L.
         cmd += ["--focus", "lower"]
+    if focus == "lower" or start:
+        # Grow from the committed certificates.
         for e in EPS:
             cmd += ["--start-from", f"{inst[:-5]}-t{temp}-eps{e}.json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
@@ -96,11 +102,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--focus", choices=("both", "lower"), default="both",
                     help="lower: start from the committed certificates and search only for larger L")
+    ap.add_argument("--start", action="store_true",
+                    help="start both searches from the committed certificates (--start-from)")
     a = ap.parse_args()
     base = os.path.join(ROOT, "certificates/real/stories260K")
+    folder = lambda t: os.path.join(ROOT, "certificates/real/berttiny") if t == "berttiny" else os.path.join(base, t)  # noqa: E731
     work = []
     for t in a.texts.split(","):
-        d = os.path.join(base, t)
+        d = folder(t)
         for f in sorted(os.listdir(d)):
             if f.endswith(".json") and "-eps" not in f:
                 for temp in ("0.5", "1", "2"):
@@ -109,7 +118,7 @@ def main():
     changed = 0
     rows = []
     with cf.ThreadPoolExecutor(a.jobs) as ex:
-        futs = {ex.submit(bracket, inst, temp, a.budget, scratch, a.focus): (inst, temp) for inst, temp in work}
+        futs = {ex.submit(bracket, inst, temp, a.budget, scratch, a.focus, a.start): (inst, temp) for inst, temp in work}
         for i, fu in enumerate(cf.as_completed(futs), 1):
             inst, temp = futs[fu]
             new = fu.result()
@@ -122,7 +131,7 @@ def main():
     print(file=sys.stderr)
     # remove sidecars no bundle names any more
     for t in a.texts.split(","):
-        d = os.path.join(base, t)
+        d = folder(t)
         named = set()
         for f in os.listdir(d):
             if f.endswith(".json"):
