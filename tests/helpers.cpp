@@ -148,6 +148,24 @@ json bundle_json(const json& instance, const Rat& eps, const std::vector<json>& 
     return {{"format", "rankcert/1"}, {"instance", instance}, {"eps", eps.str()}, {"claim", claim}, {"certificates", json(certs)}};
 }
 
+json matrix_instance(const json& a) { return {{"kind", "matrix"}, {"a", a}}; }
+
+json coo_columns(std::size_t N, const std::vector<std::vector<json>>& cols) {
+    json r = json::array(), c = json::array(), v = json::array();
+    for (std::size_t k = 0; k < cols.size(); ++k)
+        for (std::size_t j = 0; j < N; ++j) {
+            if (cols[k][j] == json(0)) continue;
+            r.push_back(j);
+            c.push_back(k);
+            v.push_back(cols[k][j]);
+        }
+    return {{"shape", {N, cols.size()}}, {"coo", {{"row", r}, {"col", c}, {"val", v}}}};
+}
+
+Verdict verdict_of(const TempDir& dir, const json& inst, const Rat& eps, const json& cert) {
+    return run(dir, bundle_json(inst, eps, {cert})).certificates.at(0).verdict;
+}
+
 Bundle load(const TempDir& dir, const json& doc, const std::string& name) {
     fs::path p = dir.file(name, doc.dump());
     return load_bundle(p, name);

@@ -61,10 +61,16 @@ std::string f64_data(const std::vector<double>& v);
 json dense(std::size_t r, std::size_t c, const std::vector<json>& data);
 json identity(std::size_t n);
 json bundle_json(const json& instance, const Rat& eps, const std::vector<json>& certs, const json& claim = json::object());
+// {"kind": "matrix", "a": a}.
+json matrix_instance(const json& a);
+// A sparse N x K array in COO form from K dense columns (zeros left out).
+json coo_columns(std::size_t N, const std::vector<std::vector<json>>& cols);
 
 // Write a bundle into dir and load it like the command line does.
 Bundle load(const TempDir& dir, const json& doc, const std::string& name = "b.json");
 Report run(const TempDir& dir, const json& doc, slong max_prec = 2048);
+// The verdict of the one certificate of a bundle (instance, eps, cert).
+Verdict verdict_of(const TempDir& dir, const json& inst, const Rat& eps, const json& cert);
 
 // tanh(1/2) = (e - 1)/(e + 1), enclosed exactly.
 std::pair<Rat, Rat> tanh_half();

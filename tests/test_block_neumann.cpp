@@ -9,21 +9,6 @@ using namespace rankcert::test;
 
 namespace {
 
-json matrix_instance(const json& a) { return {{"kind", "matrix"}, {"a", a}}; }
-
-// v as COO: cols[k] = the N entries of vector k (dense lists of JSON numbers).
-json coo_columns(std::size_t N, const std::vector<std::vector<json>>& cols) {
-    json r = json::array(), c = json::array(), v = json::array();
-    for (std::size_t k = 0; k < cols.size(); ++k)
-        for (std::size_t j = 0; j < N; ++j) {
-            if (cols[k][j] == json(0)) continue;
-            r.push_back(j);
-            c.push_back(k);
-            v.push_back(cols[k][j]);
-        }
-    return {{"shape", {N, cols.size()}}, {"coo", {{"row", r}, {"col", c}, {"val", v}}}};
-}
-
 json block_cert(const std::vector<std::size_t>& rows, const json& blocks, const json& v, std::size_t m) {
     return {{"bound", "lower"}, {"kind", "block_neumann"}, {"rank", m}, {"rows", rows}, {"blocks", blocks}, {"v", v}};
 }
@@ -34,9 +19,6 @@ json factor(const json& u, const json& w, std::size_t k) {
 
 Report run_one(const TempDir& dir, const json& inst, const Rat& eps, const json& cert) {
     return run(dir, bundle_json(inst, eps, {cert}));
-}
-Verdict verdict_of(const TempDir& dir, const json& inst, const Rat& eps, const json& cert) {
-    return run_one(dir, inst, eps, cert).certificates.at(0).verdict;
 }
 
 // One block over all n rows of the identity: v_s = s (s_0 = +1), so c = 1 and kappa = 0.

@@ -13,24 +13,6 @@ using namespace rankcert::test;
 
 namespace {
 
-json matrix_instance(const json& a) { return {{"kind", "matrix"}, {"a", a}}; }
-
-json coo_columns(std::size_t N, const std::vector<std::vector<json>>& cols) {
-    json r = json::array(), c = json::array(), v = json::array();
-    for (std::size_t k = 0; k < cols.size(); ++k)
-        for (std::size_t j = 0; j < N; ++j) {
-            if (cols[k][j] == json(0)) continue;
-            r.push_back(j);
-            c.push_back(k);
-            v.push_back(cols[k][j]);
-        }
-    return {{"shape", {N, cols.size()}}, {"coo", {{"row", r}, {"col", c}, {"val", v}}}};
-}
-
-Verdict verdict_of(const TempDir& dir, const json& inst, const Rat& eps, const json& cert) {
-    return run(dir, bundle_json(inst, eps, {cert})).certificates.at(0).verdict;
-}
-
 // The octahedron (cross-polytope in R^3) labelled by rows 0, 1, 2 with +:
 // its 4 stored facets are the sign patterns with +1 on the first axis, and
 // on I_3 the witness of a facet is its sign vector (c = 1, margin 1).

@@ -8,7 +8,6 @@ using namespace rankcert::test;
 
 namespace {
 
-json matrix_instance(const json& a) { return {{"kind", "matrix"}, {"a", a}}; }
 
 json factor(const json& u, const json& w, std::size_t k) {
     return {{"bound", "upper"}, {"kind", "factor"}, {"rank", k}, {"u", u}, {"w", w}};

@@ -11,7 +11,6 @@ using namespace rankcert::test;
 
 namespace {
 
-json matrix_instance(const json& a) { return {{"kind", "matrix"}, {"a", a}}; }
 json logits_instance(const json& s) { return {{"kind", "logits"}, {"logits", s}}; }
 json kron(const std::vector<json>& factors) { return {{"kind", "kronecker"}, {"factors", factors}}; }
 
@@ -26,9 +25,6 @@ json kneumann(const std::vector<std::pair<std::vector<std::size_t>, json>>& rr, 
     return {{"bound", "lower"}, {"kind", "kron_neumann"}, {"rank", rank}, {"factors", fs}};
 }
 
-Verdict verdict_of(const TempDir& dir, const json& inst, const Rat& eps, const json& cert) {
-    return run(dir, bundle_json(inst, eps, {cert})).certificates.at(0).verdict;
-}
 
 // Exact dense matrices as row-major Rat vectors.
 struct Dense {

@@ -46,10 +46,6 @@ json identity_factor_cert(const std::vector<Rat>& a, std::size_t n, std::size_t 
     return {{"bound", "upper"}, {"kind", "factor"}, {"rank", n}, {"u", identity(n)}, {"w", dense(N, n, w)}};
 }
 
-Verdict verdict_of(const TempDir& dir, const json& inst, const Rat& eps, const json& cert) {
-    Report r = run(dir, bundle_json(inst, eps, {cert}));
-    return r.certificates.at(0).verdict;
-}
 
 json logits_instance(const std::vector<json>& s, std::size_t n, std::size_t N) {
     return {{"kind", "logits"}, {"logits", dense(n, N, s)}};

@@ -150,19 +150,7 @@ Rat preimage_norm(const BlockNeumannCert& c, const Layout& L) {
     std::vector<std::size_t> block_of_col(L.first.back());
     for (std::size_t b = 0; b + 1 < L.first.size(); ++b)
         for (std::size_t k = L.first[b]; k < L.first[b + 1]; ++k) block_of_col[k] = b;
-    std::vector<std::map<std::size_t, Rat>> mx(c.v.rows);
-    for (const auto& en : c.v.entries) {
-        Rat& cur = mx[en.row][block_of_col[en.col]];
-        const Rat a = en.val.abs();
-        if (a > cur) cur = a;
-    }
-    Rat best;
-    for (const auto& row : mx) {
-        Rat s;
-        for (const auto& kv : row) s = s + kv.second;
-        if (s > best) best = s;
-    }
-    return best;
+    return grouped_row_norm(c.v, block_of_col);
 }
 
 }  // namespace
@@ -243,12 +231,7 @@ CertResult check_block_neumann(const Instance& I, const Rat& eps, const Certific
     res.decisive["c"] = cn.str();  // (fill_rowwise replaces the fields set above)
     const Endpoints e = o.enclosure.empty() ? Endpoints{} : o.enclosure[0];
     const std::string what = "kappa + eps*c*l (row t = " + std::to_string(o.row) + ") in " + interval_text(e);
-    if (o.verdict == Verdict::verified)
-        res.detail = what + ", c = " + exact_text(cn) + ": < 1";
-    else if (o.verdict == Verdict::refuted)
-        res.detail = what + " >= 1";
-    else
-        res.detail = std::to_string(o.undecided_rows) + " rows undecided at " + o.precision + " bits; " + what;
+    res.detail = rowwise_detail(o, what, ", c = " + exact_text(cn) + ": < 1", " >= 1");
     return res;
 }
 

@@ -74,23 +74,6 @@ Layout layout(const BorsukCert& c) {
     return L;
 }
 
-// c = max_j sum_b max_{F in b} |v[j, F]|, exactly.
-Rat witness_norm(const BorsukCert& c, const Layout& L) {
-    std::vector<std::map<std::size_t, Rat>> mx(c.v.rows);
-    for (const auto& en : c.v.entries) {
-        Rat& cur = mx[en.row][L.block_of_col[en.col]];
-        const Rat a = en.val.abs();
-        if (a > cur) cur = a;
-    }
-    Rat best;
-    for (const auto& row : mx) {
-        Rat s;
-        for (const auto& kv : row) s = s + kv.second;
-        if (s > best) best = s;
-    }
-    return best;
-}
-
 class BorsukRows : public rows::RowQuantity {
 public:
     BorsukRows(const Instance& I, const BorsukCert& c, const Layout& L, Rat ec) : I_(I), c_(c), L_(L), ec_(std::move(ec)) {}
@@ -308,21 +291,16 @@ CertResult check_borsuk(const Instance& I, const Rat& eps, const Certificate& c,
     const auto& bc = c.as<BorsukCert>();
     CertResult res = result_for(c);
     const Layout L = layout(bc);
-    const Rat cn = witness_norm(bc, L);
+    const Rat cn = grouped_row_norm(bc.v, L.block_of_col);  // c = max_j sum_b max_{F in b} |v[j, F]|
     BorsukRows q(I, bc, L, eps * cn);
     const rows::RowOutcome o = rows::decide_rows(q, {{Rat(0), true}}, opt, "borsuk");
     fill_rowwise(res, o, "eps_c_plus_leak_minus_margin", "<", Rat(0), "t");
-    res.decisive["a_row"] = L.rows[o.row];
+    res.decisive["row_of_a"] = L.rows[o.row];
     res.decisive["c"] = cn.str();
     const Endpoints e = o.enclosure.empty() ? Endpoints{} : o.enclosure[0];
     const std::string what = "eps c + max(leak - s a_t v_F) (row " + std::to_string(L.rows[o.row]) + ") in " +
                              interval_text(e);
-    if (o.verdict == Verdict::verified)
-        res.detail = what + ", c = " + exact_text(cn) + ": < 0";
-    else if (o.verdict == Verdict::refuted)
-        res.detail = what + " >= 0";
-    else
-        res.detail = std::to_string(o.undecided_rows) + " rows undecided at " + o.precision + " bits; " + what;
+    res.detail = rowwise_detail(o, what, ", c = " + exact_text(cn) + ": < 0", " >= 0");
     return res;
 }
 

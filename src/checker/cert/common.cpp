@@ -2,6 +2,7 @@
 #include "common.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace rankcert::cert {
@@ -151,6 +152,29 @@ void fill_rowwise(CertResult& res, const rows::RowOutcome& o, const std::string&
                     {"threshold", thr.str()}};
     if (o.verdict == Verdict::undecided) res.decisive["undecided_rows"] = o.undecided_rows;
     res.decisive["fast_rows"] = o.fast_rows;
+}
+
+Rat grouped_row_norm(const SparseMatrix& v, const std::vector<std::size_t>& group_of_col) {
+    std::vector<std::map<std::size_t, Rat>> mx(v.rows);
+    for (const auto& en : v.entries) {
+        Rat& cur = mx[en.row][group_of_col[en.col]];
+        const Rat a = en.val.abs();
+        if (a > cur) cur = a;
+    }
+    Rat best;
+    for (const auto& row : mx) {
+        Rat s;
+        for (const auto& kv : row) s = s + kv.second;
+        if (s > best) best = s;
+    }
+    return best;
+}
+
+std::string rowwise_detail(const rows::RowOutcome& o, const std::string& what, const std::string& verified_tail,
+                           const std::string& refuted_tail) {
+    if (o.verdict == Verdict::verified) return what + verified_tail;
+    if (o.verdict == Verdict::refuted) return what + refuted_tail;
+    return std::to_string(o.undecided_rows) + " rows undecided at " + o.precision + " bits; " + what;
 }
 
 CertResult result_for(const Certificate& c) {

@@ -36,6 +36,16 @@ std::string exact_text(const Rat& q);
 // ||R||_inf (largest row l1 norm), exact.
 Rat row_sum_norm(const SparseMatrix& r);
 
+// c = max_j sum_g max_{k : group_of_col[k] = g} |v[j, k]|: the l_inf bound of a
+// sum taking one column from each group (block_neumann, borsuk), exact.
+Rat grouped_row_norm(const SparseMatrix& v, const std::vector<std::size_t>& group_of_col);
+
+// The detail line of a row-wise check: `what` (the decisive row and its
+// enclosure) and the tail for a verified or refuted verdict; undecided names
+// the undecided rows and the precision.
+std::string rowwise_detail(const rows::RowOutcome& o, const std::string& what, const std::string& verified_tail,
+                           const std::string& refuted_tail);
+
 // Fill a result from a row-wise outcome: verdict, precision and the decisive
 // row (index named row_name) with its enclosure and threshold.
 void fill_rowwise(CertResult& res, const rows::RowOutcome& o, const std::string& quantity, const std::string& rel,

@@ -155,12 +155,8 @@ CertResult check_neumann(const Instance& I, const Rat& eps, const Certificate& c
     res.decisive["delta"] = endpoints_json(delta);
     res.decisive["row_of_a"] = nc.rows.empty() ? 0 : nc.rows[o.row];
     const std::string what = "delta (row t = " + std::to_string(o.row) + ") in " + interval_text(delta);
-    if (o.verdict == Verdict::verified)
-        res.detail = what + ", rho = " + exact_text(rho) + ": delta + eps*rho < 1";
-    else if (o.verdict == Verdict::refuted)
-        res.detail = what + " >= 1 - eps*rho = " + exact_text(thr);
-    else
-        res.detail = std::to_string(o.undecided_rows) + " rows undecided at " + o.precision + " bits; " + what;
+    res.detail = rowwise_detail(o, what, ", rho = " + exact_text(rho) + ": delta + eps*rho < 1",
+                                " >= 1 - eps*rho = " + exact_text(thr));
     return res;
 }
 
