@@ -596,13 +596,18 @@ def recheck_zonal(inst, eps, c, where, rows_to_check):
     return check_rows(rows_to_check(inst.n), err, lambda x: le(x, eps))
 
 
-def borsuk_polytope(blk, where):
+def borsuk_polytope(blk, where, n_rows):
     """The exact polytope test of one borsuk block (docs/theory.md): every
     facet is a facet of conv(+-u) (vertices independent, every other vertex
     strictly below the hyperplane w.x = 1 through them), and every ridge of
     the facets +-F lies in exactly two of them.  Raises InputError."""
     verts = [[number(x, where) for x in u] for u in blk["vertices"]]
-    V, k = len(verts), len(verts[0])
+    V, k = len(verts), len(verts[0]) if verts else 0
+    if k == 0 or any(len(u) != k for u in verts):
+        raise InputError(f"{where}.vertices: needs 1 or more vertices of one dimension")
+    labels = blk.get("labels", [])
+    if len(labels) != V or any(len(lb) != 2 or lb[1] not in (1, -1) or not (0 <= lb[0] < n_rows) for lb in labels):
+        raise InputError(f"{where}.labels: needs one [row in [0, {n_rows}), 1 or -1] per vertex")
     pts = verts + [[-x for x in u] for u in verts]
     neg = lambda q: q + V if q < V else q - V  # noqa: E731
     ridges = {}
@@ -640,7 +645,7 @@ def recheck_borsuk(inst, arrays, eps, c, idx, rows_to_check):
     blocks = c["blocks"]
     cols, uses = [], {}
     for b, blk in enumerate(blocks):
-        borsuk_polytope(blk, f"{where}.blocks[{b}]")
+        borsuk_polytope(blk, f"{where}.blocks[{b}]", inst.n)
         V = len(blk["vertices"])
         for F in blk["facets"]:
             for q in F:
