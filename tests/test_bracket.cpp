@@ -262,10 +262,12 @@ TEST_CASE("bracket --start-from a factor at the truncated SVD's rank still runs 
         return j["results"][0]["upper"].get<std::uint64_t>();
     };
     const std::uint64_t svd = upper_of("first", " --time-budget 2 --focus lower");
-    const std::uint64_t scratch = upper_of("scratch", " --time-budget 4");
+    // (20 s: the runs end by themselves well before it; 4 s was too little
+    // when the suite ran beside other tests on 2 cores)
+    const std::uint64_t scratch = upper_of("scratch", " --time-budget 20");
     REQUIRE(scratch < svd);  // the head leaves the factor search something to do
     const std::uint64_t started =
-        upper_of("second", " --time-budget 4 --start-from " + (dir.path / "first" / "h-eps0.1.json").string());
+        upper_of("second", " --time-budget 20 --start-from " + (dir.path / "first" / "h-eps0.1.json").string());
     CHECK(started < svd);
 }
 
