@@ -16,7 +16,11 @@ check, so this is the check that counts) and the summary is rewritten.
 With --start both searches start from the committed certificates
 (--start-from), so the factor search begins at the committed U.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start]
+--eps picks the tolerances (default all three) and --open-only skips, per
+(head, temperature), the tolerances whose committed bracket is already closed,
+so the whole budget goes to the brackets that can still move.
+
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only]
 """
 import argparse
 import concurrent.futures as cf
@@ -46,21 +50,26 @@ def sidecars(cert):
     return out
 
 
-def bracket(inst, temp, budget, scratch, focus, start):
+def bracket(inst, temp, eps, budget, scratch, focus, start):
     out = os.path.join(scratch, f"{os.path.basename(inst)[:-5]}-t{temp}")
-    cmd = [RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(EPS),
+    cmd = [RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(eps),
            "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q"]
     if focus == "lower":
         # Spend the budget on L.
         cmd += ["--focus", "lower"]
     if focus == "lower" or start:
         # Grow from the committed certificates.
-        for e in EPS:
+        for e in eps:
             cmd += ["--start-from", f"{inst[:-5]}-t{temp}-eps{e}.json"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise RuntimeError(f"bracket {inst} t={temp}: exit {p.returncode}: {p.stderr.strip()[:300]}")
     return {r["eps"]: r["bundle"] for r in json.loads(p.stdout)["results"]}
+
+
+def closed(path):
+    claim = json.load(open(path))["claim"]
+    return claim["lower"] == claim["upper"]
 
 
 def merge(old_path, new_path):
@@ -104,7 +113,14 @@ def main():
                     help="lower: start from the committed certificates and search only for larger L")
     ap.add_argument("--start", action="store_true",
                     help="start both searches from the committed certificates (--start-from)")
+    ap.add_argument("--eps", default=",".join(EPS),
+                    help="tolerances to refresh, a subset of " + ",".join(EPS))
+    ap.add_argument("--open-only", action="store_true",
+                    help="skip the tolerances whose committed bracket is closed")
     a = ap.parse_args()
+    chosen = tuple(e for e in a.eps.split(",") if e)
+    if not chosen or any(e not in EPS for e in chosen):
+        sys.exit(f"refresh: --eps must be a subset of {','.join(EPS)}, got {a.eps!r}")
     base = os.path.join(ROOT, "certificates/real/stories260K")
     folder = lambda t: os.path.join(ROOT, "certificates/real/berttiny") if t == "berttiny" else os.path.join(base, t)  # noqa: E731
     work = []
@@ -113,16 +129,22 @@ def main():
         for f in sorted(os.listdir(d)):
             if f.endswith(".json") and "-eps" not in f:
                 for temp in ("0.5", "1", "2"):
-                    work.append((os.path.join(d, f), temp))
+                    inst = os.path.join(d, f)
+                    eps = chosen
+                    if a.open_only:
+                        eps = tuple(e for e in chosen if not closed(f"{inst[:-5]}-t{temp}-eps{e}.json"))
+                    if eps:
+                        work.append((inst, temp, eps))
     scratch = tempfile.mkdtemp(prefix="rankcert-refresh-")
     changed = 0
     rows = []
     with cf.ThreadPoolExecutor(a.jobs) as ex:
-        futs = {ex.submit(bracket, inst, temp, a.budget, scratch, a.focus, a.start): (inst, temp) for inst, temp in work}
+        futs = {ex.submit(bracket, inst, temp, eps, a.budget, scratch, a.focus, a.start): (inst, temp, eps)
+                for inst, temp, eps in work}
         for i, fu in enumerate(cf.as_completed(futs), 1):
-            inst, temp = futs[fu]
+            inst, temp, eps = futs[fu]
             new = fu.result()
-            for e in EPS:
+            for e in eps:
                 old_path = f"{inst[:-5]}-t{temp}-eps{e}.json"
                 before, after = merge(old_path, new[e])
                 changed += before != after
