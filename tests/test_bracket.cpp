@@ -422,3 +422,28 @@ TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the 
     // R is supported on keys the rows reach (j <= 35 here) and nowhere else.
     for (const auto& e : all->r) REQUIRE(e.j <= 35);
 }
+
+TEST_CASE("bracket --start-from a neumann certificate grows from that certificate's R", "[bracket]") {
+    // The smooth Neumann growth of phase 2 must start from the start
+    // certificate's own R.  On cells the least-norm right inverse of the same
+    // rows optimises to above 1 (1.026 here, against 0.981 from the cells'
+    // R), and before 2026-12-02 that was the only start the growth had.
+    TempDir dir;
+    const char* exe = std::getenv("RANKCERT_EXE");
+    REQUIRE(exe != nullptr);
+    const auto cells = dir.path / "cells";
+    REQUIRE(std::system((std::string(exe) + " construct sphere --d 3 --n 300 --betas 8 --eps 0.1 --time-budget 3 "
+                         "--hints-only --out " + cells.string() + " > /dev/null 2>&1").c_str()) == 0);
+    const std::string start = (cells / "sphere-d3-beta8-eps0.1.json").string();
+    const auto log = dir.path / "log.txt";
+    REQUIRE(std::system((std::string(exe) + " bracket --instance " + start + " --eps 0.1 --time-budget 5 --focus lower" +
+                         " --start-from " + start + " --out " + (dir.path / "out").string() + " > /dev/null 2> " +
+                         log.string()).c_str()) == 0);
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = text.find("neumann smooth: start value ");
+    REQUIRE(at != std::string::npos);
+    const double v = std::stod(text.substr(at + std::string("neumann smooth: start value ").size()));
+    // The start certificate verified, so its own R has value below 1.
+    CHECK(v < 1.0);
+}

@@ -468,7 +468,23 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             const std::uint64_t r = h.at("rank").get<std::uint64_t>();
             const std::string kind = h.at("kind").get<std::string>();
             if (h.at("bound") != "upper") {
-                offer_lower(a, h, r, kind);
+                if (offer_lower(a, h, r, kind) && kind == "neumann") {
+                    // The winning hint's R is the smooth growth's second
+                    // start (phase 2).  Without it the growth began from the
+                    // least-norm right inverse of the hint's rows, which on
+                    // a cell certificate is far worse than the cells' own R
+                    // (sphere d = 3, beta 16, 64 cells: 1.141 against 0.995)
+                    // and then admitted nothing.
+                    ArrayLoader L(opt.out_dir, "start hint");
+                    const SparseMatrix R = L.load_sparse(h.at("r"), {"start hint", "r"});
+                    NeumannCandidate nc;
+                    nc.rows = h.at("rows").get<std::vector<std::size_t>>();
+                    nc.N = static_cast<std::size_t>(A.cols());
+                    nc.method = "start";
+                    for (const auto& e : R.entries) nc.r.push_back({e.row, e.col, fmpq_get_d(e.val.get())});
+                    nc.float_value = neumann_float_value(A, opt.eps[a].approx, nc.rows, nc.r, nc.N);
+                    states[a].nc = std::move(nc);
+                }
             } else if (offer_upper(a, h, r, kind) && kind == "factor") {
                 // The winning hint is phase 3's warm start.  Without it a
                 // hint below the truncated SVD's rank left fU empty and
