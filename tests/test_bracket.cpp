@@ -446,4 +446,9 @@ TEST_CASE("bracket --start-from a neumann certificate grows from that certificat
     const double v = std::stod(text.substr(at + std::string("neumann smooth: start value ").size()));
     // The start certificate verified, so its own R has value below 1.
     CHECK(v < 1.0);
+    // The start's zonal upper end is offered too: U is not lost.
+    std::ifstream a(start), b(dir.path / "out" / "sphere-d3-beta8-eps0.1.json");
+    const json was = json::parse(a), now = json::parse(b);
+    CHECK(now["claim"]["upper"] == was["claim"]["upper"]);
+    CHECK(now["claim"]["lower"].get<std::uint64_t>() >= was["claim"]["lower"].get<std::uint64_t>());
 }

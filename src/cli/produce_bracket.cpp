@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <fstream>
 #include <set>
 
 namespace rankcert::cli {
@@ -28,9 +29,10 @@ std::string tensor_stem(const std::string& spec) {
     return stem;
 }
 
-// The neumann and factor certificates of an earlier bundle of the same
-// instance (same n, N, temperature), rewritten as hints with sidecars in
-// out: the checker decides them again like any candidate.
+// The certificates of an earlier bundle of the same instance (same n, N,
+// temperature) as hints: neumann and factor rewritten with sidecars in out,
+// kinds without sidecars (zonal) as they are.  The checker decides them
+// again like any candidate.
 void add_start_hints(const std::string& path, const json& inst, const std::string& out, const std::string& stem,
                      std::vector<json>& hints) {
     const Bundle b = load_bundle(path, path);
@@ -73,6 +75,18 @@ void add_start_hints(const std::string& path, const json& inst, const std::strin
             hints.push_back(factor_json(cand, out, name));
         }
     }
+    // Certificates of the other kinds that need no sidecar (zonal: p + 2
+    // numbers) go in as they are; without them a sphere bundle's zonal U
+    // (49 at 300 points, beta 8) came back as the factor search's 62.
+    std::ifstream in(path);
+    const json doc = json::parse(in, nullptr, false);
+    if (doc.is_object() && doc.contains("certificates") && doc["certificates"].is_array())
+        for (const auto& c : doc["certificates"]) {
+            if (!c.is_object() || !c.contains("kind") || !c.contains("bound") || !c.contains("rank")) continue;
+            const std::string kind = c["kind"].is_string() ? c["kind"].get<std::string>() : "";
+            if (kind == "neumann" || kind == "factor" || kind == "trivial" || c.dump().find("\"npy\"") != std::string::npos) continue;
+            hints.push_back(c);
+        }
 }
 
 // Every {"npy": name} below j.
@@ -149,7 +163,7 @@ int bracket_main(int argc, char** argv) {
     app.add_flag("--no-interpolative", no_interpolative, "Skip the greedy row-interpolative search (small instances)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
     app.add_option("--start-from", start_from,
-                   "Bundles of the same instance (e.g. an earlier run's): their neumann and factor certificates "
+                   "Bundles of the same instance (e.g. an earlier run's): their neumann and factor certificates, and those of other kinds without sidecars (zonal), "
                    "are offered to the checker first, and the search grows from the best of them");
     app.add_option("--focus", focus, "both (default), or lower: after the first bracket, the whole budget goes to "
                                      "lower bounds")
