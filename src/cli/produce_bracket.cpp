@@ -33,6 +33,20 @@ std::string tensor_stem(const std::string& spec) {
 // temperature) as hints: neumann and factor rewritten with sidecars in out,
 // kinds without sidecars (zonal) as they are.  The checker decides them
 // again like any candidate.
+// Whether j names a sidecar anywhere ({"npy": ...} or {"safetensors": ...}):
+// such a certificate's paths are relative to its own bundle, not to out.
+bool refers_to_file(const json& j) {
+    if (j.is_object()) {
+        if (j.contains("npy") || j.contains("safetensors")) return true;
+        for (const auto& [k, v] : j.items())
+            if (refers_to_file(v)) return true;
+    } else if (j.is_array()) {
+        for (const auto& v : j)
+            if (refers_to_file(v)) return true;
+    }
+    return false;
+}
+
 void add_start_hints(const std::string& path, const json& inst, const std::string& out, const std::string& stem,
                      std::vector<json>& hints) {
     const Bundle b = load_bundle(path, path);
@@ -84,7 +98,7 @@ void add_start_hints(const std::string& path, const json& inst, const std::strin
         for (const auto& c : doc["certificates"]) {
             if (!c.is_object() || !c.contains("kind") || !c.contains("bound") || !c.contains("rank")) continue;
             const std::string kind = c["kind"].is_string() ? c["kind"].get<std::string>() : "";
-            if (kind == "neumann" || kind == "factor" || kind == "trivial" || c.dump().find("\"npy\"") != std::string::npos) continue;
+            if (kind == "neumann" || kind == "factor" || kind == "trivial" || refers_to_file(c)) continue;
             hints.push_back(c);
         }
 }

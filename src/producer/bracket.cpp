@@ -473,7 +473,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                     // start (phase 2).  Without it the growth began from the
                     // least-norm right inverse of the hint's rows, which on
                     // a cell certificate is far worse than the cells' own R
-                    // (sphere d = 3, beta 16, 64 cells: 1.141 against 0.995)
+                    // (sphere d = 3, beta 16, 64 cells: 1.141 against 0.946)
                     // and then admitted nothing.
                     ArrayLoader L(opt.out_dir, "start hint");
                     const SparseMatrix R = L.load_sparse(h.at("r"), {"start hint", "r"});
