@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -451,4 +452,60 @@ TEST_CASE("bracket --start-from a neumann certificate grows from that certificat
     const json was = json::parse(a), now = json::parse(b);
     CHECK(now["claim"]["upper"] == was["claim"]["upper"]);
     CHECK(now["claim"]["lower"].get<std::uint64_t>() >= was["claim"]["lower"].get<std::uint64_t>());
+}
+
+TEST_CASE("neumann_smooth_grow with a resume point tries that row first and reports where it stopped", "[bracket]") {
+    // Phase 3b goes on where phase 2's growth stopped instead of re-trying
+    // rows 1, 2, ... that it already rejected.  With the stall rule at its
+    // strictest only the first candidate is tried: it must be row 20.
+    const Mat A = causal_exp_head(40, 2);
+    LowerOptions lo;
+    lo.smooth_stall = 1e-9;
+    const Deadline dl = Deadline{}.within(20);
+    std::size_t resume = 20;
+    auto grown = neumann_smooth_grow(A, 0.1, {0}, lo, dl, nullptr, &resume);
+    REQUIRE(grown);
+    REQUIRE(grown->rows.size() == 2);  // row 0 and the first candidate, admitted on this banded head
+    std::vector<std::size_t> rows = grown->rows;
+    std::sort(rows.begin(), rows.end());
+    CHECK(rows == std::vector<std::size_t>{0, 20});
+    CHECK(resume == 21);  // the stall rule ended the pass at the next row
+    // Without a resume point the first candidate is row 1.
+    auto plain = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
+    REQUIRE(plain);
+    rows = plain->rows;
+    std::sort(rows.begin(), rows.end());
+    CHECK(rows == std::vector<std::size_t>{0, 1});
+}
+
+TEST_CASE("bracket spends time left after the descent on longer factor searches (phase 3c), never widening", "[bracket]") {
+    // A 160-token head: the descent of phase 3 ends within seconds, and the
+    // rest of the budget goes to rounds with 9x, 27x, ... the L-BFGS steps
+    // (alone: phase 3c from 10.5 s of 12; 20 s leaves room for a loaded machine).
+    TempDir dir;
+    write_head(dir, 160);
+    const auto log = dir.path / "log.txt";
+    REQUIRE(std::system((bracket_head_cmd(dir) + " --eps 0.1 --time-budget 20 --json --out " +
+                         (dir.path / "out").string() + " > " + (dir.path / "r.json").string() + " 2> " +
+                         log.string()).c_str()) == 0);
+    std::ifstream in(log);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("(2700 steps)") != std::string::npos);
+    std::ifstream rin(dir.path / "r.json");
+    const json r = json::parse(rin);
+    REQUIRE(r["results"].size() == 1);
+    REQUIRE(r["results"][0]["verdict"] == "verified");
+    const auto L = r["results"][0]["lower"].get<std::uint64_t>(), U = r["results"][0]["upper"].get<std::uint64_t>();
+    // Every bracket the progress lines showed on the way is at least as wide.
+    std::size_t at = 0, seen = 0;
+    while ((at = text.find("eps 0.1 [", at)) != std::string::npos) {
+        at += 9;
+        const auto comma = text.find(", ", at), close = text.find(']', at);
+        if (comma == std::string::npos || close == std::string::npos || comma > close) continue;
+        const auto l = std::stoull(text.substr(at, comma - at)), u = std::stoull(text.substr(comma + 2, close - comma - 2));
+        CHECK(l <= L);
+        CHECK(u >= U);
+        ++seen;
+    }
+    CHECK(seen > 10);
 }

@@ -207,6 +207,7 @@ struct EpsState {
     json trivial, lower, upper;
     Mat fU, fW;  // the winning factor in floating point (warm starts)
     NeumannCandidate nc;  // the winning neumann candidate, if this run made it (warm start of the growth)
+    std::size_t grow_next = 0;  // the row where the next smooth growth goes on (the last one stopped there)
     std::size_t search_floor = 0;  // ranks at or below it failed the search
     double svd_rank = 0, seconds = 0;
     bool published = false;
@@ -565,7 +566,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         lo.smooth_stall = 0.1 * share;  // a tenth of the share without a new row ends the growth
         if (!with_lp) lo.lp_reopt_size = 0;
         const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
-        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, &st.nc);  // used only if it has these rows
+        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, &st.nc, &st.grow_next);  // st.nc used only if it has these rows
         if (nc && nc->rows.size() > st.L) {
             compact_neumann(A, eps.approx, *nc, lo.margin);
             json cj = neumann_json(*nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc->rows.size())));
@@ -632,6 +633,24 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         st.seconds += since(t0);
     }
 
+    // One smooth factor search at rank k from the truncated current factor;
+    // true when the checker accepted the result (then published).
+    auto try_rank = [&](std::size_t a, std::size_t k, int iterations, const Deadline& dl) {
+        EpsState& st = states[a];
+        status(a, "smooth factor search at rank " + std::to_string(k) +
+                      (iterations != opt.smooth_iterations ? " (" + std::to_string(iterations) + " steps)" : ""));
+        Mat Uk, Wk;
+        truncate_factor(st.fU, st.fW, k, Uk, Wk);
+        SmoothOptions so;
+        so.iterations = iterations;
+        so.deadline = dl;
+        so.progress = [&](const std::string& s) { status(a, s); };
+        auto fc = smooth_factor(A, std::move(Uk), std::move(Wk), smooth_target(a), so);
+        if (!fc || !offer_factor(a, *fc)) return false;
+        run.publish(opt.eps[a], st);
+        return true;
+    };
+
     // ---- phase 3: smaller factors (smooth minimax, rank bisection, then one
     // rank at a time), the budget shared among the eps still open ----
     for (std::size_t a = 0; a < E && opt.search && !opt.lower_focus && !total.expired(); ++a) {
@@ -664,18 +683,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 iterations *= 3;
             }
             const std::size_t k = std::max(floor + 1, st.U > step ? st.U - step : 0);
-            status(a, "smooth factor search at rank " + std::to_string(k));
-            Mat Uk, Wk;
-            truncate_factor(st.fU, st.fW, k, Uk, Wk);
-            SmoothOptions so;
-            so.iterations = iterations;
-            so.deadline = dl;
-            so.progress = [&](const std::string& s) { status(a, s); };
-            auto fc = smooth_factor(A, std::move(Uk), std::move(Wk), smooth_target(a), so);
-            if (fc && offer_factor(a, *fc)) {
-                run.publish(opt.eps[a], st);
-                continue;
-            }
+            if (try_rank(a, k, iterations, dl)) continue;
             if (dl.expired()) break;
             floor = k;
             step = std::max<std::size_t>(1, step / 2);
@@ -705,12 +713,50 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     // ---- phase 3b: time the factor search did not need goes back to the
     // lower bound, now with the exact LP passes (phase 2's growth had only
     // half of the time then left, and on small heads phase 3 often ends
-    // early) ----
+    // early).  Unless the run focuses on the lower end, it gets half of the
+    // time left and phase 3c the other half: at 512 tokens this growth
+    // rarely admits anything (full512 L3 H0, eps 0.1, --focus lower 300 s:
+    // phase 2 went from 81 to 100 rows in 144 s, then this phase admitted
+    // none in 155 s, resuming at the row where phase 2 stopped), while the
+    // factor search there still gains with more steps. ----
+    const double phase3b_part = opt.lower_focus ? 1.0 : 0.5;
     for (std::size_t a = 0; a < E && opt.search && total.left() > 1; ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
         if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || st.lower.value("kind", "") != "neumann") continue;
-        if (smooth_growth(a, total.left() / static_cast<double>(E - a), true)) run.publish(opt.eps[a], st);
+        if (smooth_growth(a, phase3b_part * total.left() / static_cast<double>(E - a), true)) run.publish(opt.eps[a], st);
+        st.seconds += since(t0);
+    }
+
+    // ---- phase 3c: time still left goes back to the factor search, with
+    // three times the L-BFGS steps per rank at every round.  At 512 tokens
+    // the phases above end long before a generous budget (full512 L0 H0,
+    // eps 0.1, 420 s: done after 45 s at U 304, rank 303 at 1.07 x eps after
+    // 900 steps), while the rank the smooth search reaches keeps falling
+    // with its step count (rank 295 within eps after about 900 steps at 300
+    // per stage).  Each round tries U - 1 first and doubles the step down
+    // while ranks succeed; a failure at U - 1 triples the steps. ----
+    for (std::size_t a = 0; a < E && opt.search && !opt.lower_focus && total.left() > 1; ++a) {
+        const auto t0 = std::chrono::steady_clock::now();
+        EpsState& st = states[a];
+        if (st.L >= st.U || st.fU.cols() == 0 || st.U < 2) continue;
+        const Deadline dl = total.within(total.left() / static_cast<double>(E - a));
+        int iterations = opt.smooth_iterations * 9;
+        std::size_t step = 1;
+        const std::size_t least = std::max<std::uint64_t>(st.L, 1);  // ranks below L cannot succeed
+        while (st.U > least && !dl.expired() && iterations <= opt.smooth_iterations * 729) {
+            const std::size_t k = st.U - std::min<std::size_t>(step, st.U - least);
+            if (try_rank(a, k, iterations, dl)) {
+                step *= 2;
+                continue;
+            }
+            if (dl.expired()) break;
+            if (step > 1) {
+                step = 1;
+            } else {
+                iterations *= 3;
+            }
+        }
         st.seconds += since(t0);
     }
 

@@ -198,7 +198,7 @@ Mat dense_r(const NeumannCandidate& c) {
 
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
                                                     const LowerOptions& opt, const Deadline& dl,
-                                                    const NeumannCandidate* start_r) {
+                                                    const NeumannCandidate* start_r, std::size_t* resume) {
     const auto N = A.cols();
     std::vector<std::size_t> I = start;
     if (I.empty()) return std::nullopt;
@@ -283,7 +283,10 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     for (int pass = 0; pass < 64 && !stalled && !dl.expired(); ++pass) {
     const std::size_t at_pass_start = I.size();
     std::vector<std::pair<double, Eigen::Index>> rejected;
-    for (Eigen::Index c = 0; c < A.rows() && !dl.expired(); ++c) {
+    const Eigen::Index first = resume && pass == 0 ? static_cast<Eigen::Index>(*resume % static_cast<std::size_t>(A.rows())) : 0;
+    for (Eigen::Index ci = 0; ci < A.rows() && !dl.expired(); ++ci) {
+        const Eigen::Index c = (first + ci) % A.rows();
+        if (resume) *resume = static_cast<std::size_t>(c);  // (the row under way when time runs out is tried again)
         if (used[static_cast<std::size_t>(c)]) continue;
         const auto t_cand = std::chrono::steady_clock::now();
         if (opt.smooth_stall > 0 && last_cost > 0.5 * opt.smooth_stall &&

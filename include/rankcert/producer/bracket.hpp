@@ -54,10 +54,12 @@ struct BracketOptions {
     // Set by a signal handler: finish the current step, keep what is
     // published, remove scratch files, return.
     const std::atomic<bool>* stop = nullptr;
+    // L-BFGS steps per rank tried (3x for the last step; phase 3c, with
+    // the time left, 9x and then three times more per round).
     int smooth_iterations = 300;
     // Spend a few more smooth steps on each winning factor so that it can be
     // stored as float16 (a quarter of float64).
-    bool half = true;  // L-BFGS steps per rank tried (3x for the last step)
+    bool half = true;
     // Greedy row-interpolative search only up to this many entries n N.
     std::uint64_t interpolative_max_entries = 160 * 160;
     std::function<void(const std::string&)> progress;

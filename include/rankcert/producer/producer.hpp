@@ -181,9 +181,13 @@ NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate star
 // (neumann_smooth.cpp).  The largest row set whose float value is below
 // 1 - margin, if any.  With `start_r` (a candidate for exactly the rows
 // `start`) the search also starts from its R and keeps the better start.
+// With `resume`, the first pass starts at row *resume (wrapping around to
+// the rows before it) and *resume is set to the row after the last one
+// tried, so that a later call goes on where this one stopped.
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
                                                     const LowerOptions& opt, const Deadline& dl,
-                                                    const NeumannCandidate* start_r = nullptr);
+                                                    const NeumannCandidate* start_r = nullptr,
+                                                    std::size_t* resume = nullptr);
 // Make a Neumann candidate small on disk (bracket.cpp): drop R's smallest
 // entries while the float value keeps half of its slack below 1 - margin, then
 // round R to float16 or float32 where the value still passes.
