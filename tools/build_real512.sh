@@ -45,5 +45,7 @@ ls "$dest"/full512-L*-H*.json | OPENBLAS_NUM_THREADS=1 xargs -P "$jobs" -I{} sh 
    for f in ${keep:+"$keep"/$b-eps*.json}; do [ -f "$f" ] && extra="$extra --start-from $f"; done
    "$rc" bracket --instance {} --eps 0.05,0.1,0.2 --out "$out/$b" --threads 1 --json -q $extra \
      > "$out/$b.result.json" || echo "FAILED: {}" >&2'
-for b in "$out"/full512-L*-H0; do cp "$b"/*-eps*.json "$b"/*-eps*.npy "$dest"/ 2>/dev/null || true; done
+# Every sidecar of the bundles (start-from ones are named after the start,
+# e.g. full512-L1-H0.start4-2.u.npy), and the instance sidecars again.
+for b in "$out"/full512-L*-H0; do cp "$b"/*-eps*.json "$b"/*.npy "$dest"/ 2>/dev/null || true; done
 /usr/bin/python3 tools/real512_summary.py "$out" "$dest"
