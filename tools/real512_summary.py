@@ -43,8 +43,12 @@ def main():
     earlier = None
     if "--earlier" in args:
         i = args.index("--earlier")
+        if i + 1 >= len(args) or not os.path.isfile(args[i + 1]):
+            sys.exit("real512_summary.py: --earlier needs an existing summary.csv")
         earlier = args[i + 1]
         del args[i:i + 2]
+    if len(args) < 2:
+        sys.exit("usage: real512_summary.py OUT DEST [HOW] [--earlier CSV]")
     out, dest = args[0], args[1]
     t0 = time.time()
     p = subprocess.run([os.path.join(ROOT, "build", "rankcert"), "verify", "--json", "--quiet", out],

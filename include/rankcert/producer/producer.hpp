@@ -182,8 +182,9 @@ NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate star
 // 1 - margin, if any.  With `start_r` (a candidate for exactly the rows
 // `start`) the search also starts from its R and keeps the better start.
 // With `resume`, the first pass starts at row *resume (wrapping around to
-// the rows before it) and *resume is set to the row after the last one
-// tried, so that a later call goes on where this one stopped.
+// the rows before it) and *resume is left at the row the search had reached
+// when it stopped (the one under way or about to be tried, which a later
+// call tries first), so that a later call goes on where this one stopped.
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
                                                     const LowerOptions& opt, const Deadline& dl,
                                                     const NeumannCandidate* start_r = nullptr,
