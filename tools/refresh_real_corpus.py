@@ -18,9 +18,10 @@ With --start both searches start from the committed certificates
 
 --eps picks the tolerances (default all three) and --open-only skips, per
 (head, temperature), the tolerances whose committed bracket is already closed,
-so the whole budget goes to the brackets that can still move.
+so the whole budget goes to the brackets that can still move; --max-gap G
+also skips those whose committed U - L is above G.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only]
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--max-gap G]
 """
 import argparse
 import concurrent.futures as cf
@@ -67,9 +68,9 @@ def bracket(inst, temp, eps, budget, scratch, focus, start):
     return {r["eps"]: r["bundle"] for r in json.loads(p.stdout)["results"]}
 
 
-def closed(path):
+def gap(path):
     claim = json.load(open(path))["claim"]
-    return claim["lower"] == claim["upper"]
+    return claim["upper"] - claim["lower"]
 
 
 def merge(old_path, new_path):
@@ -117,6 +118,9 @@ def main():
                     help="tolerances to refresh, a subset of " + ",".join(EPS))
     ap.add_argument("--open-only", action="store_true",
                     help="skip the tolerances whose committed bracket is closed")
+    ap.add_argument("--max-gap", type=int, default=None,
+                    help="skip the tolerances whose committed U - L is larger (with --open-only: "
+                         "spend the time on the brackets one or two ranks from within one)")
     a = ap.parse_args()
     chosen = tuple(e for e in a.eps.split(",") if e)
     if not chosen or any(e not in EPS for e in chosen):
@@ -131,8 +135,9 @@ def main():
                 for temp in ("0.5", "1", "2"):
                     inst = os.path.join(d, f)
                     eps = chosen
-                    if a.open_only:
-                        eps = tuple(e for e in chosen if not closed(f"{inst[:-5]}-t{temp}-eps{e}.json"))
+                    lo = 1 if a.open_only else 0
+                    hi = a.max_gap if a.max_gap is not None else float("inf")
+                    eps = tuple(e for e in eps if lo <= gap(f"{inst[:-5]}-t{temp}-eps{e}.json") <= hi)
                     if eps:
                         work.append((inst, temp, eps))
     scratch = tempfile.mkdtemp(prefix="rankcert-refresh-")
