@@ -509,3 +509,39 @@ TEST_CASE("bracket spends time left after the descent on longer factor searches 
     }
     CHECK(seen > 10);
 }
+
+TEST_CASE("neumann_smooth_grow by residual tries the row farthest from the span first", "[bracket]") {
+    // Rows 0-19 are the same row (mass 0.9 on key 0), rows 20-39 put 0.9
+    // on their own key.  Causal order tries row 1 first, a copy of row 0,
+    // which no R can separate; by residual (the l1 norm of A_c - (A_c R) A_I)
+    // the first candidate is a row with a key of its own, and it is admitted.
+    // The stall rule at its strictest lets exactly one candidate be tried.
+    const Eigen::Index n = 40;
+    Mat A = Mat::Constant(n, n, 0.1 / static_cast<double>(n));
+    for (Eigen::Index i = 0; i < n; ++i) A(i, i < 20 ? 0 : i) += 0.9;
+    LowerOptions lo;
+    lo.smooth_stall = 1e-9;
+    const Deadline dl = Deadline{}.within(20);
+    lo.order = LowerOptions::Order::residual;
+    auto by_res = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
+    REQUIRE(by_res);
+    REQUIRE(by_res->rows.size() == 2);
+    CHECK(std::max(by_res->rows[0], by_res->rows[1]) >= 20);
+    // Rows an earlier call rejected are skipped: with 20-38 listed, row 39
+    // is the only one left with a key of its own, and the list keeps them.
+    std::vector<std::size_t> rejected;
+    for (std::size_t i = 20; i < 39; ++i) rejected.push_back(i);
+    auto skipping = neumann_smooth_grow(A, 0.1, {0}, lo, dl, nullptr, nullptr, &rejected);
+    REQUIRE(skipping);
+    CHECK(skipping->rows == std::vector<std::size_t>{0, 39});
+    CHECK(rejected.size() == 19);
+    lo.order = LowerOptions::Order::causal;
+    auto causal = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
+    REQUIRE(causal);
+    CHECK(causal->rows == std::vector<std::size_t>{0});
+    // The automatic order is causal at this size (up to 128 rows).
+    lo.order = LowerOptions::Order::automatic;
+    auto automatic = neumann_smooth_grow(A, 0.1, {0}, lo, dl);
+    REQUIRE(automatic);
+    CHECK(automatic->rows == std::vector<std::size_t>{0});
+}

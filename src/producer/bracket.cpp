@@ -208,6 +208,7 @@ struct EpsState {
     Mat fU, fW;  // the winning factor in floating point (warm starts)
     NeumannCandidate nc;  // the winning neumann candidate, if this run made it (warm start of the growth)
     std::size_t grow_next = 0;  // the row where the next smooth growth goes on (the last one stopped there)
+    std::vector<std::size_t> grow_rejected;  // by residual: the rows the last growth's pass rejected
     std::size_t search_floor = 0;  // ranks at or below it failed the search
     double svd_rank = 0, seconds = 0;
     bool published = false;
@@ -566,7 +567,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         lo.smooth_stall = 0.1 * share;  // a tenth of the share without a new row ends the growth
         if (!with_lp) lo.lp_reopt_size = 0;
         const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
-        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, &st.nc, &st.grow_next);  // st.nc used only if it has these rows
+        auto nc = neumann_smooth_grow(A, eps.approx, rows, lo, dl, &st.nc, &st.grow_next, &st.grow_rejected);  // st.nc used only if it has these rows
         if (nc && nc->rows.size() > st.L) {
             compact_neumann(A, eps.approx, *nc, lo.margin);
             json cj = neumann_json(*nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc->rows.size())));

@@ -159,6 +159,11 @@ struct LowerOptions {
                                    // there; 0: never, one pass as in phase 2)
     Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
     bool cells = true;             // neumann_greedy: a second pass with key cells for diffuse rows
+    // neumann_smooth_grow: the order of the candidate rows.  automatic:
+    // by residual (neumann_smooth.cpp) above 128 rows, where a candidate
+    // costs tenths of a second; causal up to 128.
+    enum class Order { automatic, causal, residual } order = Order::automatic;
+    int smooth_start_iterations = 1600;  // neumann_smooth_grow: a longer search for slack at the start where there is no LP
     std::function<void(const std::string&)> progress;
 };
 
@@ -178,17 +183,21 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
 NeumannCandidate neumann_lp_grow(const Mat& A, double eps, NeumannCandidate start, const LowerOptions& opt);
 // Grow a row set with R over all keys chosen by smooth minimax (L-BFGS on a
 // log-sum-exp surrogate of delta + eps rho), admitting rows in causal order
-// (neumann_smooth.cpp).  The largest row set whose float value is below
+// or by residual (LowerOptions::order; neumann_smooth.cpp).  The largest row set whose float value is below
 // 1 - margin, if any.  With `start_r` (a candidate for exactly the rows
 // `start`) the search also starts from its R and keeps the better start.
-// With `resume`, the first pass starts at row *resume (wrapping around to
+// With `rejected` (order by residual only), the first pass skips the rows
+// listed there, and the list is left holding those and the rows the last
+// pass tried and rejected, so that a later call does not try them first again.
+// With `resume` (causal order only), the first pass starts at row *resume (wrapping around to
 // the rows before it) and *resume is left at the row the search had reached
 // when it stopped (the one under way or about to be tried, which a later
 // call tries first), so that a later call goes on where this one stopped.
 std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, const std::vector<std::size_t>& start,
                                                     const LowerOptions& opt, const Deadline& dl,
                                                     const NeumannCandidate* start_r = nullptr,
-                                                    std::size_t* resume = nullptr);
+                                                    std::size_t* resume = nullptr,
+                                                    std::vector<std::size_t>* rejected = nullptr);
 // Make a Neumann candidate small on disk (bracket.cpp): drop R's smallest
 // entries while the float value keeps half of its slack below 1 - margin, then
 // round R to float16 or float32 where the value still passes.
