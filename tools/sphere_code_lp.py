@@ -1,0 +1,51 @@
+#!/usr/bin/python3
+"""Measurement helper (outside the trusted path; numpy/scipy, Debian's
+python3-numpy and python3-scipy): lower-bound centres on a sphere instance
+from a Riesz-energy spherical code, and the least ||R||_inf of an exact
+right inverse (A_I R = I) over all keys, by one LP (scipy/HiGHS).
+
+  /usr/bin/python3 tools/sphere_code_lp.py INSTANCE.json M [SEEDS]
+
+prints eps * min rho per seed; below 1 means a neumann certificate of rank
+M exists on those rows (delta is rounding only).  docs/constructions.md,
+"Where the S^2 gap sits", has the numbers.  Slow: minutes per LP at 1200
+keys.  It writes no certificate.
+"""
+import json,numpy as np,sys,time
+from fractions import Fraction
+from scipy.optimize import linprog
+from scipy import sparse
+d=json.load(open(sys.argv[1])); m=int(sys.argv[2]); eps=0.1
+def arr(o):
+    return np.array([float(Fraction(x)) if isinstance(x,str) else float(x) for x in o['data']]).reshape(o['shape'])
+Q=arr(d['instance']['q']); K=arr(d['instance']['k']); beta=float(d['instance']['scale'])
+L=beta*Q@K.T; A=np.exp(L-L.max(1,keepdims=True)); A/=A.sum(1,keepdims=True)
+n,N=A.shape
+def code(m,seed):
+    rng=np.random.default_rng(seed); X=rng.normal(size=(m,3)); X/=np.linalg.norm(X,axis=1,keepdims=True)
+    for it in range(3000):
+        D=X[:,None,:]-X[None,:,:]; r=np.linalg.norm(D,axis=2)+np.eye(m)
+        F=(D/r[:,:,None]**4).sum(1)   # riesz s=3 repulsion
+        F-= (F*X).sum(1,keepdims=True)*X
+        X+=0.01*F/np.abs(F).max(); X/=np.linalg.norm(X,axis=1,keepdims=True)
+    return X
+def minrho(I):
+    AI=A[I]; mm=len(I)
+    # vars: Rp (N*m), Rn (N*m), rho ; R index j*m+t
+    Aeq=sparse.hstack([sparse.kron(sparse.csr_matrix(AI),sparse.eye(mm)),-sparse.kron(sparse.csr_matrix(AI),sparse.eye(mm)),sparse.csr_matrix((mm*mm,1))])
+    # (AI R)_{s t} = sum_j AI[s,j] R[j,t]; row index s*m+t ; col j*m+t -> kron(AI, I)
+    beq=np.eye(mm).ravel()
+    blk=sparse.kron(sparse.eye(N),np.ones((1,mm)))
+    Aub=sparse.hstack([blk,blk,-np.ones((N,1))])
+    c=np.zeros(2*N*mm+1); c[-1]=1
+    r=linprog(c,A_ub=Aub,b_ub=np.zeros(N),A_eq=Aeq,b_eq=beq,bounds=(0,None),method='highs')
+    return r.fun if r.status==0 else np.inf
+for seed in range(int(sys.argv[3]) if len(sys.argv)>3 else 2):
+    X=code(m,seed)
+    I=[]
+    for x in X:
+        s=K@x
+        for j in np.argsort(-s):
+            if j not in I: I.append(int(j)); break
+    t=time.time(); rho=minrho(I)
+    print(m,seed,'min rho %.4f eps*rho %.4f (%.1fs)'%(rho,eps*rho,time.time()-t),flush=True)
