@@ -6,19 +6,20 @@ right inverse (A_I R = I) over all keys, by one LP (scipy/HiGHS).
 
   /usr/bin/python3 tools/sphere_code_lp.py INSTANCE.json M [SEEDS]
 
-prints eps * min rho per seed; below 1 means a neumann certificate of rank
-M exists on those rows (delta is rounding only).  docs/constructions.md,
+prints eps * min rho per seed (a float LP value, not a proof): below 1
+suggests a neumann certificate of rank M on those rows, which only the
+checker can confirm once R is written out (it writes no certificate).  docs/constructions.md,
 "Where the S^2 gap sits", has the numbers.  Slow: minutes per LP at 1200
-keys.  It writes no certificate.
+keys.
 """
 import json,numpy as np,sys,time
 from fractions import Fraction
 from scipy.optimize import linprog
 from scipy import sparse
-d=json.load(open(sys.argv[1])); m=int(sys.argv[2]); eps=0.1
+d=json.load(open(sys.argv[1])); m=int(sys.argv[2]); eps=float(Fraction(str(d['eps'])))
 def arr(o):
     return np.array([float(Fraction(x)) if isinstance(x,str) else float(x) for x in o['data']]).reshape(o['shape'])
-Q=arr(d['instance']['q']); K=arr(d['instance']['k']); beta=float(d['instance']['scale'])
+Q=arr(d['instance']['q']); K=arr(d['instance']['k']); beta=float(Fraction(str(d['instance']['scale'])))
 L=beta*Q@K.T; A=np.exp(L-L.max(1,keepdims=True)); A/=A.sum(1,keepdims=True)
 n,N=A.shape
 def code(m,seed):
