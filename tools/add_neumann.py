@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Put a neumann lower-bound candidate (rows + a float R from an untrusted
-search, e.g. tools/sphere_code_lp.py --save) into a bundle, as an .npy
+search, e.g. tools/code_lp.py --save) into a bundle, as an .npy
 sidecar, and raise claim.lower to its rank.  It proves nothing: run
 `rankcert verify BUNDLE` afterwards, which alone decides.
 

@@ -5,7 +5,7 @@
 # (OUT: build somewhere else, e.g. to compare with the committed sweeps;
 #  KEEP: an earlier build, e.g. certificates/constructions: every point keeps
 #  whichever end of its bracket is tighter, `construct --keep-from`; some
-#  committed lower bounds come from offline helpers, tools/sphere_code_lp.py
+#  committed lower bounds come from offline helpers, tools/code_lp.py
 #  and tools/add_neumann.py, and survive a rebuild only through KEEP)
 set -euo pipefail
 cd "$(dirname "$0")/.."
