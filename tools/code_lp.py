@@ -12,6 +12,7 @@ nearest distinct queries):
   riesz      (default on the sphere) a Riesz s = 3 energy code on S^{d-1};
   hex        (default on the ball, r = 2 only) a hexagonal lattice with M
              points, centred in the grid's box;
+  kmeans     the producer's own centres (farthest points + Lloyd);
   wall:W     (ball) Riesz s = 3 points in the box with image-charge walls of
              weight W (W = 0.3 did best at beta 16).
 It prints eps * min rho per seed: a float LP value, not a proof.  Below 1 it
@@ -30,6 +31,8 @@ from scipy import sparse
 
 ap=argparse.ArgumentParser(); ap.add_argument('instance'); ap.add_argument('m',type=int)
 ap.add_argument('--centres',default=None); ap.add_argument('--seeds',type=int,default=1); ap.add_argument('--save')
+ap.add_argument('--admm',type=float,default=None,metavar='T',help='ADMM feasibility for eps rho = T instead of the LP')
+ap.add_argument('--iterations',type=int,default=4000)
 a=ap.parse_args()
 d=json.load(open(a.instance)); m=a.m; eps=float(Fraction(str(d['eps'])))
 def arr(o): return np.array([float(Fraction(str(x))) for x in o['data']]).reshape(o['shape'])
@@ -69,6 +72,16 @@ def hex_lattice():
         if len(pts)==m: return pts
         if len(pts)>=m and (best is None or len(pts)<len(best)): best=pts
     return best[:m]   # no lattice with exactly M points: a truncated one
+def kmeans():
+    # the producer's centres (construct.cpp): farthest-point prefix, 25 Lloyd steps
+    order=[0]; dist=((Q-Q[0])**2).sum(1)
+    while len(order)<m: j=int(np.argmax(dist)); order.append(j); dist=np.minimum(dist,((Q-Q[j])**2).sum(1))
+    C=Q[order].copy()
+    for it in range(25):
+        lab=np.argmin(((Q[:,None,:]-C[None,:,:])**2).sum(2),axis=1)
+        for t in range(m):
+            if (lab==t).any(): C[t]=Q[lab==t].mean(0)
+    return C
 def snap(X):
     I=[]
     for x in X:
@@ -85,13 +98,38 @@ def minrho(I):
     r=linprog(c,A_ub=Aub,b_ub=np.zeros(N),A_eq=Aeq,b_eq=np.eye(m).ravel(),bounds=(0,None),method='highs-ipm')
     if r.status!=0: return np.inf,None
     return r.fun,(r.x[:N*m]-r.x[N*m:2*N*m]).reshape(N,m)
+def admm(I,target):
+    # Find R with A_I R = I and every row's l1 norm <= target/eps by ADMM
+    # between the affine set (projection through (A_I A_I^T)^{-1}) and the
+    # product of l1 balls (a sort per row).  Returns the l1-ball iterate, so
+    # rho is met and delta = ||I - A_I R||_inf is what is left over; the
+    # certificate needs delta + eps rho < 1, not delta = 0.
+    AI=A[I]; G=np.linalg.inv(AI@AI.T); Em=np.eye(m); r=target/eps
+    def paff(R): return R-AI.T@(G@(AI@R-Em))
+    def pl1(V):
+        out=V.copy(); av=np.abs(V); rows=np.where(av.sum(1)>r)[0]
+        if len(rows)==0: return out
+        u=-np.sort(-av[rows],axis=1); cs=np.cumsum(u,axis=1); k=np.arange(1,m+1)
+        kk=(u-(cs-r)/k>0).sum(1); th=(cs[np.arange(len(rows)),kk-1]-r)/kk
+        out[rows]=np.sign(V[rows])*np.maximum(av[rows]-th[:,None],0); return out
+    Z=paff(np.zeros((N,m))); U=np.zeros_like(Z)
+    for it in range(a.iterations):
+        R=paff(Z-U); Z=pl1(R+U); U+=R-Z
+    val=np.abs(Em-AI@Z).sum(1).max()+eps*np.abs(Z).sum(1).max()
+    return val,Z
 for seed in range(a.seeds):
     if centres=='riesz': X=riesz_sphere(seed)
     elif centres=='hex': X=hex_lattice()
+    elif centres=='kmeans': X=kmeans()
     elif centres.startswith('wall:'): X=riesz_box(seed,float(centres[5:]))
     else: raise SystemExit('code_lp.py: --centres is riesz, hex or wall:W')
-    I=snap(X); t=time.time(); rho,R=minrho(I)
-    print(m,centres,seed,'min rho %.4f eps*rho %.4f (%.1fs)'%(rho,eps*rho,time.time()-t),flush=True)
+    I=snap(X); t=time.time()
+    if a.admm is not None:
+        val,R=admm(I,a.admm); rho=np.abs(R).sum(1).max()
+        print(m,centres,seed,'ADMM delta + eps rho %.4f (%.1fs)'%(val,time.time()-t),flush=True)
+    else:
+        rho,R=minrho(I)
+        print(m,centres,seed,'min rho %.4f eps*rho %.4f (%.1fs)'%(rho,eps*rho,time.time()-t),flush=True)
     if a.save and R is not None:
         np.save('%s-seed%d-r.npy'%(a.save,seed),R)
         json.dump({'rows':I,'float_rho':rho,'eps':d['eps'],'centres':centres,'count':m,'seed':seed},
