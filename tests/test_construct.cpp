@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <set>
 
 using namespace rankcert;
 using namespace rankcert::test;
@@ -148,6 +149,50 @@ TEST_CASE("inverse cells R = P M^-1 certify rows where 0/1 cells on the same cen
     for (auto& en : cp3.r) en.v *= 3;
     Report r3 = run(dir, bundle_json(c.instance, e, {neumann_json(cp3, dir.path.string(), "scaled")}));
     REQUIRE(r3.verdict == Verdict::refuted);
+}
+
+TEST_CASE("neumann_admm: an identity certifies every row, a rank-one matrix never two", "[construct]") {
+    const Deadline dl = Deadline{}.within(30);
+    // A = I (5 x 5): R = I has delta 0 and eps rho = eps, so all 5 rows pass.
+    const Mat I5 = Mat::Identity(5, 5);
+    auto c = neumann_admm(I5, 0.1, {0, 1, 2, 3, 4}, 0.97, 2000, 1e-6, dl);
+    REQUIRE(c.has_value());
+    CHECK(c->method == "admm");
+    CHECK(c->float_value < 1);
+    // Rank one (every row the same distribution): r_eps(A) <= 1 for any eps,
+    // so no neumann certificate of rank 2 exists and none may be returned.
+    Mat A1(4, 6);
+    for (Eigen::Index i = 0; i < 4; ++i) A1.row(i) << 0.3, 0.2, 0.2, 0.1, 0.1, 0.1;
+    CHECK_FALSE(neumann_admm(A1, 0.1, {0, 1}, 0.97, 2000, 1e-6, dl).has_value());
+    CHECK_FALSE(neumann_admm(A1, 0.1, {}, 0.97, 2000, 1e-6, dl).has_value());
+}
+
+TEST_CASE("even centres with the ADMM right inverse beat the cells on S^2, and the checker verifies them; tampered, refused", "[construct]") {
+    // S^2 on 300 points at beta 8: cells alone (no smooth time) against
+    // Riesz-code rows with the ADMM right inverse over all keys.
+    TempDir dir;
+    Construction c = sphere(3, 300, "8");
+    Bundle parsed = parse_instance(c.instance, dir.path.string(), "s");
+    const Mat A = approximate_attention(parsed.instance);
+    const double eps = 0.1;
+    auto cells = cell_partition(A, c.queries, c.keys, eps);
+    REQUIRE(cells.has_value());
+    const std::size_t m = cells->rows.size() + 1;
+    const auto rows = even_centres(c.queries, m);
+    REQUIRE(rows.size() == m);
+    REQUIRE(std::set<std::size_t>(rows.begin(), rows.end()).size() == m);
+    auto ad = neumann_admm(A, eps, rows, 0.97, 3000, 1e-6, Deadline{}.within(60));
+    REQUIRE(ad.has_value());
+    const Rat e(1, 10);
+    Report r = run(dir, bundle_json(c.instance, e, {neumann_json(*ad, dir.path.string(), "admm")}));
+    REQUIRE(r.verdict == Verdict::verified);
+    REQUIRE(r.lower == m);
+    auto bad = *ad;
+    for (auto& en : bad.r) en.v *= 1.2;  // eps rho 0.97 -> 1.16 > 1
+    Report r2 = run(dir, bundle_json(c.instance, e, {neumann_json(bad, dir.path.string(), "scaled")}));
+    REQUIRE(r2.verdict == Verdict::refuted);
+    // No even centre set off the sphere and the plane.
+    CHECK(even_centres(Mat::Random(10, 3), 4).empty());
 }
 
 TEST_CASE("keep_tighter takes the better end of an earlier bundle, never a refuted or foreign one", "[construct]") {

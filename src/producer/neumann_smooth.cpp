@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <functional>
 
 namespace rankcert::producer {
 
@@ -420,6 +421,75 @@ std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, 
     if (!(optimise(AI, eps, R, iterations, enough, dl) < 1 - margin)) return std::nullopt;
     auto c = candidate(A, eps, rows, R);
     c.method = "smooth-polish";
+    if (!(c.float_value < 1 - margin)) return std::nullopt;
+    return c;
+}
+
+// ADMM between the affine set {R : A_I R = I} and the product of the l1
+// balls {R : every row's l1 norm <= target / eps}.  The affine projection is
+// R - A_I^T (A_I A_I^T)^{-1} (A_I R - I); the l1-ball projection is a sort
+// per row.  The iterate kept is the l1-ball one, so eps rho <= target holds
+// and delta = ||I - A_I R||_inf is whatever the affine constraint still
+// misses; the certificate needs only delta + eps rho < 1.  Measured
+// (numpy prototype, tools/code_lp.py --admm): on S^2 at beta 8, 33 Riesz
+// rows, value 0.9000 after 500 iterations (0.4 s) where the exact LP optimum
+// is 0.889 and took HiGHS 416 s.
+std::optional<NeumannCandidate> neumann_admm(const Mat& A, double eps, const std::vector<std::size_t>& rows, double target,
+                                             int iterations, double margin, const Deadline& dl) {
+    const auto m = static_cast<Eigen::Index>(rows.size());
+    if (m == 0 || !(eps > 0) || !(target > 0)) return std::nullopt;
+    const Mat AI = rows_of(A, rows);
+    Eigen::LLT<Mat> gram(AI * AI.transpose());
+    if (gram.info() != Eigen::Success) return std::nullopt;  // rows (numerically) dependent
+    const double radius = target / eps;
+    const Mat Im = Mat::Identity(m, m);
+    auto affine = [&](const Mat& Z) -> Mat {
+        Mat D = AI * Z - Im;
+        return Z - AI.transpose() * gram.solve(D);
+    };
+    std::vector<double> u(static_cast<std::size_t>(m));
+    auto l1_balls = [&](Mat& V) {
+        for (Eigen::Index j = 0; j < V.rows(); ++j) {
+            double s = 0;
+            for (Eigen::Index t = 0; t < m; ++t) s += std::abs(V(j, t));
+            if (s <= radius) continue;
+            for (Eigen::Index t = 0; t < m; ++t) u[static_cast<std::size_t>(t)] = std::abs(V(j, t));
+            std::sort(u.begin(), u.end(), std::greater<>());
+            double cs = 0, theta = 0;
+            for (std::size_t k = 0; k < u.size(); ++k) {
+                cs += u[k];
+                const double th = (cs - radius) / static_cast<double>(k + 1);
+                if (u[k] - th > 0) theta = th;
+            }
+            for (Eigen::Index t = 0; t < m; ++t) {
+                const double x = V(j, t);
+                V(j, t) = std::copysign(std::max(std::abs(x) - theta, 0.0), x);
+            }
+        }
+    };
+    Mat Z = affine(Mat::Zero(A.cols(), m));
+    l1_balls(Z);
+    Mat U = Mat::Zero(A.cols(), m), bestZ = Z;
+    double best = INFINITY, mark = INFINITY;
+    for (int it = 0; it < iterations && !dl.expired(); ++it) {
+        const Mat R = affine(Z - U);
+        Z = R + U;
+        l1_balls(Z);
+        U += R - Z;
+        if (it % 50 == 49 || it + 1 == iterations) {
+            const double v = max_row_l1(Im - AI * Z) + eps * Z.cwiseAbs().rowwise().sum().maxCoeff();
+            if (v < best) best = v, bestZ = Z;
+            if (best < target + 0.5 * (1 - target)) break;  // met with half the slack left
+            // Stalled: less than 1% of the way down to 1 in the last 500 steps.
+            if (it % 500 == 499) {
+                if (mark - best < 0.01 * std::max(best - (1 - margin), 0.0) + 1e-4) break;
+                mark = best;
+            }
+        }
+    }
+    if (!(best < 1 - margin)) return std::nullopt;
+    auto c = candidate(A, eps, rows, bestZ);
+    c.method = "admm";
     if (!(c.float_value < 1 - margin)) return std::nullopt;
     return c;
 }

@@ -37,9 +37,16 @@ Construction ball(int r, const std::string& h, const std::string& beta, long mul
 // point sampling), every key in the cell of its nearest centre; the largest m
 // whose float condition holds with margin, R the 0/1 cell indicator P or
 // P M^{-1} (M the cell masses of the centre rows).  With seconds > 0, larger
-// counts are then tried with R polished by the smooth minimax from P M^{-1}.
+// counts are then tried with R polished by the smooth minimax from P M^{-1},
+// and after that (for as long again) even centres with the ADMM right
+// inverse over all keys (even_centres, neumann_admm).
 std::optional<NeumannCandidate> cell_partition(const Mat& A, const Mat& queries, const Mat& keys, double eps,
                                                double seconds = 0, double margin = 1e-6);
+
+// m distinct query rows spread evenly: a Riesz s = 3 energy code snapped to
+// the queries when they lie on the unit sphere S^1 or S^2, a hexagonal
+// lattice snapped to them when they are planar; empty otherwise.
+std::vector<std::size_t> even_centres(const Mat& queries, std::size_t m);
 
 // The weighted ball in dimension r as a kronecker instance (docs/theory.md,
 // "Kronecker instances"): the r-th Kronecker power of the one-axis ball on the
