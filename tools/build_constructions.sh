@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rebuild certificates/constructions: certified sweeps of the sharp-exponent
 # families (docs/constructions.md) and their sweep witnesses and plots.
-# About 20 minutes on 2 cores.  usage: [OUT=DIR] [KEEP=DIR] tools/build_constructions.sh
+# About 24 minutes on 2 cores (23.5 on 2026-12-03).  usage: [OUT=DIR] [KEEP=DIR] tools/build_constructions.sh
 # (OUT: build somewhere else, e.g. to compare with the committed sweeps;
 #  KEEP: an earlier build, e.g. certificates/constructions: every point keeps
 #  whichever end of its bracket is tighter, `construct --keep-from`; some

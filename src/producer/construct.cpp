@@ -53,8 +53,8 @@ Mat to_float(const std::vector<std::vector<Rat>>& rows) {
     return m;
 }
 
-// Even centre sets for the ADMM right inverse (docs/constructions.md, "The LP
-// right inverse on even centres"): where k-means centres need P M^{-1},
+// Even centre sets for the ADMM right inverse (docs/constructions.md, "The
+// right inverse over all keys on even centres"): where k-means centres need P M^{-1},
 // these rows let an R over all keys reach much further.  Empty when the
 // queries are neither on the unit sphere (d = 2, 3) nor a planar grid.
 Mat riesz_sphere(std::size_t m, Eigen::Index d, unsigned seed) {
@@ -68,15 +68,15 @@ Mat riesz_sphere(std::size_t m, Eigen::Index d, unsigned seed) {
         X.row(i).normalize();
     }
     Mat F(mi, d);
+    double D[3];
     for (int it = 0; it < 3000; ++it) {
         F.setZero();
         for (Eigen::Index i = 0; i < mi; ++i)
             for (Eigen::Index k = i + 1; k < mi; ++k) {
-                const Eigen::RowVectorXd D = X.row(i) - X.row(k);
-                const double r2 = D.squaredNorm();
-                const Eigen::RowVectorXd f = D / (r2 * r2 + 1e-300);  // D / r^4
-                F.row(i) += f;
-                F.row(k) -= f;
+                double r2 = 0;
+                for (Eigen::Index c = 0; c < d; ++c) D[c] = X(i, c) - X(k, c), r2 += D[c] * D[c];
+                const double w = 1 / (r2 * r2 + 1e-300);  // force D / r^4
+                for (Eigen::Index c = 0; c < d; ++c) F(i, c) += w * D[c], F(k, c) -= w * D[c];
             }
         for (Eigen::Index i = 0; i < mi; ++i) F.row(i) -= F.row(i).dot(X.row(i)) * X.row(i);
         const double top = F.cwiseAbs().maxCoeff();
@@ -124,7 +124,7 @@ std::vector<std::size_t> even_centres(const Mat& queries, std::size_t m) {
     bool sphere = queries.cols() == 2 || queries.cols() == 3;
     for (Eigen::Index i = 0; i < queries.rows() && sphere; ++i) sphere = std::abs(queries.row(i).squaredNorm() - 1) < 1e-9;
     Mat X;
-    if (sphere) X = riesz_sphere(m, queries.cols(), 0);
+    if (sphere) X = riesz_sphere(m, queries.cols(), 0);  // d <= 3 (riesz_sphere's buffer)
     else if (queries.cols() == 2) X = hex_box(queries, m);
     else return {};
     // Snap to the nearest distinct queries, in centre order.
