@@ -19,9 +19,10 @@ With --start both searches start from the committed certificates
 --eps picks the tolerances (default all three) and --open-only skips, per
 (head, temperature), the tolerances whose committed bracket is already closed,
 so the whole budget goes to the brackets that can still move; --max-gap G
-also skips those whose committed U - L is above G.
+also skips those whose committed U - L is above G, --min-gap G those
+below G.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--max-gap G]
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--min-gap G] [--max-gap G]
 """
 import argparse
 import concurrent.futures as cf
@@ -121,6 +122,9 @@ def main():
     ap.add_argument("--max-gap", type=int, default=None,
                     help="skip the tolerances whose committed U - L is larger (with --open-only: "
                          "spend the time on the brackets one or two ranks from within one)")
+    ap.add_argument("--min-gap", type=int, default=None,
+                    help="skip the tolerances whose committed U - L is smaller (e.g. 2: "
+                         "only brackets that are not yet within one rank)")
     a = ap.parse_args()
     chosen = tuple(e for e in a.eps.split(",") if e)
     if not chosen or any(e not in EPS for e in chosen):
@@ -136,6 +140,8 @@ def main():
                     inst = os.path.join(d, f)
                     eps = chosen
                     lo = 1 if a.open_only else 0
+                    if a.min_gap is not None:
+                        lo = max(lo, a.min_gap)
                     hi = a.max_gap if a.max_gap is not None else float("inf")
                     eps = tuple(e for e in eps if lo <= gap(f"{inst[:-5]}-t{temp}-eps{e}.json") <= hi)
                     if eps:
