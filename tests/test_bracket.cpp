@@ -546,3 +546,34 @@ TEST_CASE("neumann_smooth_grow by residual tries the row farthest from the span 
     REQUIRE(automatic);
     CHECK(automatic->rows == std::vector<std::size_t>{0});
 }
+
+TEST_CASE("start_factor: three splits of one truncated product, then seeded Gaussian starts", "[bracket]") {
+    const Mat A = causal_exp_head(30, 3);
+    Mat U0, W0;
+    truncate_factor(A, Mat::Identity(30, 30), 8, U0, W0);  // A = A I^T: its rank-8 truncation
+    Mat U, W;
+    start_factor(A, A, Mat::Identity(30, 30), 8, 0, U, W);
+    CHECK((U - U0).norm() == 0);
+    CHECK((W - W0).norm() == 0);
+    const Mat P0 = U0 * W0.transpose();
+    for (int v : {1, 2}) {
+        start_factor(A, A, Mat::Identity(30, 30), 8, v, U, W);
+        REQUIRE(U.cols() == 8);
+        CHECK((U * W.transpose() - P0).norm() <= 1e-12 * P0.norm());  // the same product
+        const Mat& unit = v == 1 ? W : U;  // the side without the singular values: orthonormal columns
+        CHECK((unit.transpose() * unit - Mat::Identity(8, 8)).norm() < 1e-10);
+    }
+    Mat U3, W3, U3b, W3b, U4, W4;
+    start_factor(A, A, Mat::Identity(30, 30), 8, 3, U3, W3);
+    start_factor(A, A, Mat::Identity(30, 30), 8, 3, U3b, W3b);
+    start_factor(A, A, Mat::Identity(30, 30), 8, 4, U4, W4);
+    REQUIRE(U3.rows() == 30);
+    REQUIRE(U3.cols() == 8);
+    REQUIRE(W3.rows() == 30);
+    CHECK((U3 - U3b).norm() == 0);  // seeded: the same start every run
+    CHECK((W3 - W3b).norm() == 0);
+    CHECK((U3 - U4).norm() > 0);
+    const double rmsA = A.norm() / 30, rms3 = (U3 * W3.transpose()).norm() / 30;
+    CHECK(rms3 > rmsA / 3);
+    CHECK(rms3 < rmsA * 3);
+}

@@ -20,9 +20,11 @@ With --start both searches start from the committed certificates
 (head, temperature), the tolerances whose committed bracket is already closed,
 so the whole budget goes to the brackets that can still move; --max-gap G
 also skips those whose committed U - L is above G, --min-gap G those
-below G.
+below G.  --seed S is passed to rankcert bracket: a second pass with the
+same seed repeats the first pass's Gaussian starts wherever the committed
+factor did not change, so give each pass its own.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--min-gap G] [--max-gap G]
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--min-gap G] [--max-gap G] [--seed S]
 """
 import argparse
 import concurrent.futures as cf
@@ -52,10 +54,10 @@ def sidecars(cert):
     return out
 
 
-def bracket(inst, temp, eps, budget, scratch, focus, start):
+def bracket(inst, temp, eps, budget, scratch, focus, start, seed):
     out = os.path.join(scratch, f"{os.path.basename(inst)[:-5]}-t{temp}")
     cmd = [RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(eps),
-           "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q"]
+           "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q", "--seed", str(seed)]
     if focus == "lower":
         # Spend the budget on L.
         cmd += ["--focus", "lower"]
@@ -122,6 +124,9 @@ def main():
     ap.add_argument("--max-gap", type=int, default=None,
                     help="skip the tolerances whose committed U - L is larger (with --open-only: "
                          "spend the time on the brackets one or two ranks from within one)")
+    ap.add_argument("--seed", type=int, default=0,
+                    help="rankcert bracket --seed: another seed tries other Gaussian starts in the "
+                         "late factor search (the same seed repeats a pass's starts)")
     ap.add_argument("--min-gap", type=int, default=None,
                     help="skip the tolerances whose committed U - L is smaller (e.g. 2: "
                          "only brackets that are not yet within one rank)")
@@ -150,7 +155,7 @@ def main():
     changed = 0
     rows = []
     with cf.ThreadPoolExecutor(a.jobs) as ex:
-        futs = {ex.submit(bracket, inst, temp, eps, a.budget, scratch, a.focus, a.start): (inst, temp, eps)
+        futs = {ex.submit(bracket, inst, temp, eps, a.budget, scratch, a.focus, a.start, a.seed): (inst, temp, eps)
                 for inst, temp, eps in work}
         for i, fu in enumerate(cf.as_completed(futs), 1):
             inst, temp, eps = futs[fu]

@@ -146,6 +146,7 @@ int bracket_main(int argc, char** argv) {
     std::string focus = "both";
     slong max_prec = PrecisionLadder::default_max_bits;
     unsigned threads = 0;
+    std::uint64_t seed = 0;
     app.add_option("--instance", instance, "Bundle or bundle-style instance JSON (its sidecars are copied)");
     app.add_option("--q", q, "Queries: Q.npy, F.npz:NAME or F.safetensors:NAME; a trailing [i,j] selects a slice of a stacked tensor (F.npy[0,3]: batch 0, head 3)");
     app.add_option("--k", k, "Keys (same forms)");
@@ -184,6 +185,8 @@ int bracket_main(int argc, char** argv) {
         ->check(CLI::IsMember({"both", "lower"}));
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
     app.add_option("--threads", threads, "Checker threads (default: one per core)");
+    app.add_option("--seed", seed, "Seed of the Gaussian starts of the late factor search (default 0; the same seed "
+                                   "repeats the same starts, another tries new ones)");
     return run_command(app, argc, argv, "rankcert bracket", [&]() -> int {
         const int sources = !instance.empty() + !q.empty() + !logits.empty() + !matrix.empty();
         if (sources != 1) throw InputError("rankcert bracket: give exactly one of --instance, --q/--k, --logits, --matrix");
@@ -261,6 +264,7 @@ int bracket_main(int argc, char** argv) {
         opt.provenance["producer"] = std::string("rankcert bracket ") + RANKCERT_VERSION;
         opt.stem = stem;
         opt.lower_focus = focus == "lower";
+        opt.seed = seed;
         std::vector<BracketResult> results;
         try {
             for (const auto& path : start_from) add_start_hints(path, inst, out, stem, opt.hints);

@@ -636,15 +636,23 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
 
     // One smooth factor search at rank k from the truncated current factor;
     // true when the checker accepted the result (then published).
-    auto try_rank = [&](std::size_t a, std::size_t k, int iterations, const Deadline& dl) {
+    // `variant` picks the start (start_factor: 0 the balanced truncation);
+    // `out_of_steps`, when given, says why a failed search stopped.
+    auto try_rank = [&](std::size_t a, std::size_t k, int iterations, const Deadline& dl, int variant = 0,
+                        bool* out_of_steps = nullptr) {
         EpsState& st = states[a];
         status(a, "smooth factor search at rank " + std::to_string(k) +
-                      (iterations != opt.smooth_iterations ? " (" + std::to_string(iterations) + " steps)" : ""));
+                      (iterations != opt.smooth_iterations ? " (" + std::to_string(iterations) + " steps)" : "") +
+                      (variant == 1   ? ", start: singular values on U"
+                       : variant == 2 ? ", start: singular values on W"
+                       : variant >= 3 ? ", start: Gaussian " + std::to_string(variant - 2)
+                                      : ""));
         Mat Uk, Wk;
-        truncate_factor(st.fU, st.fW, k, Uk, Wk);
+        start_factor(A, st.fU, st.fW, k, variant, Uk, Wk, opt.seed);
         SmoothOptions so;
         so.iterations = iterations;
         so.deadline = dl;
+        so.out_of_steps = out_of_steps;
         so.progress = [&](const std::string& s) { status(a, s); };
         auto fc = smooth_factor(A, std::move(Uk), std::move(Wk), smooth_target(a), so);
         if (!fc || !offer_factor(a, *fc)) return false;
@@ -729,33 +737,46 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         st.seconds += since(t0);
     }
 
-    // ---- phase 3c: time still left goes back to the factor search, with
-    // three times the L-BFGS steps per rank at every round.  At 512 tokens
-    // the phases above end long before a generous budget (full512 L0 H0,
-    // eps 0.1, 420 s: done after 45 s at U 304, rank 303 at 1.07 x eps after
-    // 900 steps), while the rank the smooth search reaches keeps falling
-    // with its step count (rank 295 within eps after about 900 steps at 300
-    // per stage).  Each round tries U - 1 first and doubles the step down
-    // while ranks succeed; a failure at U - 1 triples the steps. ----
+    // ---- phase 3c: time still left goes back to the factor search.  At
+    // 512 tokens the phases above end long before a generous budget
+    // (full512 L0 H0, eps 0.1, 420 s: done after 45 s at U 304, rank 303 at
+    // 1.07 x eps after 900 steps), while the rank the smooth search reaches
+    // keeps falling with its step count (rank 295 within eps after about
+    // 900 steps at 300 per stage).  At 47 and 94 tokens the opposite: a
+    // search at U - 1 stops on a plateau long before its steps run out, at
+    // a local minimum that depends on the start (47-token heads at eps 0.1:
+    // from one truncated product, the three ways of splitting its singular
+    // values end at 0.99 to 1.08 x eps; Gaussian starts often lower).  So
+    // each round tries U - 1 first and doubles the step down while ranks
+    // succeed; a failure at U - 1 that used all its steps triples them
+    // (up to 729 x), one that stopped on a plateau moves on to the next
+    // start (start_factor; its Gaussian starts depend on opt.seed), until
+    // the share of time runs out. ----
     for (std::size_t a = 0; a < E && opt.search && !opt.lower_focus && total.left() > 1; ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
         if (st.L >= st.U || st.fU.cols() == 0 || st.U < 2) continue;
         const Deadline dl = total.within(total.left() / static_cast<double>(E - a));
         int iterations = opt.smooth_iterations * 9;
+        int variant = 0;
+        constexpr int last_variant = 2 + 256;  // three splits, then up to 256 Gaussian starts
         std::size_t step = 1;
         const std::size_t least = std::max<std::uint64_t>(st.L, 1);  // ranks below L cannot succeed
-        while (st.U > least && !dl.expired() && iterations <= opt.smooth_iterations * 729) {
+        while (st.U > least && !dl.expired() && variant <= last_variant) {
             const std::size_t k = st.U - std::min<std::size_t>(step, st.U - least);
-            if (try_rank(a, k, iterations, dl)) {
+            bool out_of_steps = false;
+            if (try_rank(a, k, iterations, dl, step > 1 ? 0 : variant, &out_of_steps)) {
                 step *= 2;
+                variant = 0;  // the new winner is the next start
                 continue;
             }
             if (dl.expired()) break;
             if (step > 1) {
                 step = 1;
-            } else {
+            } else if (out_of_steps && iterations < opt.smooth_iterations * 729) {
                 iterations *= 3;
+            } else {
+                ++variant;
             }
         }
         st.seconds += since(t0);

@@ -21,6 +21,7 @@
 
 #include <cmath>
 #include <deque>
+#include <random>
 #include <vector>
 
 namespace rankcert::producer {
@@ -101,6 +102,37 @@ void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk
     Wk = Qw * svd.matrixV().leftCols(kk) * s.asDiagonal();
 }
 
+void start_factor(const Mat& A, const Mat& U, const Mat& W, std::size_t k, int variant, Mat& Uk, Mat& Wk,
+                  std::uint64_t seed) {
+    const auto kk = static_cast<Eigen::Index>(k);
+    if (variant < 3) {
+        truncate_factor(U, W, k, Uk, Wk);
+        if (variant == 0) return;
+        // Balanced: column c of both is scaled by sqrt(s_c); move it all to one side.
+        for (Eigen::Index c = 0; c < kk; ++c) {
+            const double h = Wk.col(c).norm();  // = sqrt(s_c)
+            if (!(h > 0)) continue;
+            const double f = variant == 1 ? h : 1 / h;
+            Uk.col(c) *= f;
+            Wk.col(c) /= f;
+        }
+        return;
+    }
+    // Entries of U W^T are sums of k products of two N(0, c^2) numbers:
+    // root mean square c^2 sqrt(k), set to A's.
+    const double rms = std::sqrt(A.squaredNorm() / static_cast<double>(std::max<Eigen::Index>(A.size(), 1)));
+    const double c = std::sqrt(rms / std::sqrt(static_cast<double>(std::max<std::size_t>(k, 1))));
+    std::seed_seq seq{static_cast<std::uint64_t>(variant), seed};
+    std::mt19937_64 gen(seq);
+    std::normal_distribution<double> z(0.0, c);
+    Uk.resize(A.rows(), kk);
+    Wk.resize(A.cols(), kk);
+    for (Eigen::Index j = 0; j < kk; ++j)
+        for (Eigen::Index i = 0; i < Uk.rows(); ++i) Uk(i, j) = z(gen);
+    for (Eigen::Index j = 0; j < kk; ++j)
+        for (Eigen::Index i = 0; i < Wk.rows(); ++i) Wk(i, j) = z(gen);
+}
+
 std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double target, const SmoothOptions& opt) {
     const auto N = A.cols();
     const std::size_t k = static_cast<std::size_t>(U.cols());
@@ -112,6 +144,7 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
     Objective f(A, target);
     Pair x{std::move(U), std::move(W)};
     int total = 0;
+    if (opt.out_of_steps) *opt.out_of_steps = false;
     std::vector<double> checkpoints;  // worst row error / target every 25 steps
     // Keep x when the last value() found a smaller worst row error.
     auto keep_if_best = [&](const Pair& at) {
@@ -202,7 +235,7 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
                 if (opt.give_up && f.tau >= 300 && checkpoints.size() >= 5) {
                     const double gained = checkpoints[checkpoints.size() - 3] - ratio;  // over 50 steps
                     const double left = static_cast<double>(opt.iterations - total) / 50.0;
-                    if (gained * std::max(left, 0.0) < (ratio - 1) * 0.5) return std::nullopt;
+                    if (gained * std::max(left, 0.0) < (ratio - 1) * 0.5) return std::nullopt;  // a plateau
                 }
             }
             if (opt.progress && total % 25 == 0)
@@ -218,7 +251,11 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
         }
         if (best.float_error <= target) break;
     }
-    if (!(best.float_error <= target)) return std::nullopt;
+    if (!(best.float_error <= target)) {
+        // Every stage ran to its cap (none ended on a stall): more steps might help.
+        if (opt.out_of_steps) *opt.out_of_steps = total >= opt.iterations - static_cast<int>(std::size(stages));
+        return std::nullopt;
+    }
     return best;
 }
 

@@ -57,6 +57,9 @@ struct BracketOptions {
     // L-BFGS steps per rank tried (3x for the last step; phase 3c, with
     // the time left, 9x and then three times more per round).
     int smooth_iterations = 300;
+    // Seed of phase 3c's Gaussian starts (start_factor): a run is
+    // reproducible, and a refresh with another seed tries other starts.
+    std::uint64_t seed = 0;
     // Spend a few more smooth steps on each winning factor so that it can be
     // stored as float16 (a quarter of float64).
     bool half = true;

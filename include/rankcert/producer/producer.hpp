@@ -111,12 +111,25 @@ struct SmoothOptions {
     bool give_up = true;
     Deadline deadline;
     std::function<void(const std::string&)> progress;
+    // When set, told whether a failed search used all its iterations (more
+    // steps from the same start may still help) or stopped on a plateau
+    // first (they will not: try another start).
+    bool* out_of_steps = nullptr;
 };
 // A factor of U's rank with float worst row error <= target, started from
 // (U, W), or nothing when the iterations or the deadline run out first.
 std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double target, const SmoothOptions& opt);
 // The best rank-k approximation of U W^T, as a balanced factor.
 void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk);
+// Start number `variant` for a rank-k factor search near A: 0 the balanced
+// truncation of (U, W), 1 the same with the singular values all on the U
+// side, 2 all on the W side (the same product, another L-BFGS path), and
+// from 3 on Gaussian factors (seeded by variant and seed; each entry of U W^T of the
+// order of A's root mean square entry).  Measured on the 47-token heads
+// (docs/producer.md, phase 3c): from one product, the three splits end in
+// different local minima, and the Gaussian starts often in lower ones.
+void start_factor(const Mat& A, const Mat& U, const Mat& W, std::size_t k, int variant, Mat& Uk, Mat& Wk,
+                  std::uint64_t seed = 0);
 
 // min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
 Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
