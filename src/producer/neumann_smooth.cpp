@@ -390,9 +390,10 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     if (I.size() > at_pass_start || v < before_lp - 0.005) continue;
     // Nothing admitted and no slack to gain: rows the smooth test rejected,
     // by the LP itself, the most promising (lowest smooth value) first, all
-    // of them while the time lasts.  (Until 2026-12-03 only the first six:
-    // on medium L1 H6 at t = 0.5, eps 0.1, the one row of eleven whose LP
-    // passes, row 3, was not among them.)
+    // of them while the time lasts.  (Until 2026-12-03 only the first six,
+    // and only below 0.98, below: on medium L1 H6 at t = 0.5, eps 0.1 that
+    // admitted none of the eleven candidates, while with row 3 the
+    // exact LP has 0.980.)
     std::sort(rejected.begin(), rejected.end());
     bool admitted = false;
     for (const auto& [v2, c] : rejected) {

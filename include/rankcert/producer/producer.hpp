@@ -127,7 +127,7 @@ void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk
 // from 3 on Gaussian factors (seeded by variant and seed; each entry of U W^T of the
 // order of A's root mean square entry).  Measured on the 47-token heads
 // (docs/producer.md, phase 3c): from one product, the three splits end in
-// different local minima, and the Gaussian starts often in lower ones.
+// different local minima, and the Gaussian starts on some heads in lower ones.
 void start_factor(const Mat& A, const Mat& U, const Mat& W, std::size_t k, int variant, Mat& Uk, Mat& Wk,
                   std::uint64_t seed = 0);
 
