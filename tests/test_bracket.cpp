@@ -272,6 +272,33 @@ TEST_CASE("bracket --start-from a factor at the truncated SVD's rank still runs 
     CHECK(started < svd);
 }
 
+TEST_CASE("bracket --focus upper spends the budget on the factor search only, keeping the start's L", "[bracket]") {
+    TempDir dir;
+    write_head(dir, 64);
+    const std::string head = bracket_head_cmd(dir) + " --eps 0.1 --json --name h --out ";
+    auto run = [&](const std::string& out, const std::string& extra) {
+        const auto r = dir.path / (out + ".json"), log = dir.path / (out + ".log");
+        REQUIRE(std::system((head + (dir.path / out).string() + extra + " > " + r.string() + " 2> " + log.string()).c_str()) == 0);
+        std::ifstream in(r), lin(log);
+        const json j = json::parse(in);
+        REQUIRE(j["results"].size() == 1);
+        REQUIRE(j["results"][0]["verdict"] == "verified");
+        const std::string text((std::istreambuf_iterator<char>(lin)), std::istreambuf_iterator<char>());
+        return std::make_tuple(j["results"][0]["lower"].get<std::uint64_t>(), j["results"][0]["upper"].get<std::uint64_t>(), text);
+    };
+    // Run 1 grows L and leaves U at the truncated SVD's rank.
+    const auto [l1, u1, log1] = run("first", " --time-budget 3 --focus lower");
+    CHECK(log1.find(" growth") != std::string::npos);  // (LP growth at this size, smooth growth above 24 rows)
+    const auto [l2, u2, log2] = run("second", " --time-budget 20 --focus upper --start-from " +
+                                                 (dir.path / "first" / "h-eps0.1.json").string());
+    CHECK(l2 == l1);  // the start's L, and no lower-bound search after the first bracket
+    CHECK(log2.find(" growth") == std::string::npos);
+    CHECK(log2.find("] tail") == std::string::npos);
+    CHECK(u2 < u1);  // the factor search ran
+    REQUIRE(std::system((std::string(std::getenv("RANKCERT_EXE")) + " verify --quiet " + (dir.path / "second").string() +
+                         " > /dev/null").c_str()) == 0);
+}
+
 TEST_CASE("bracket --start-from never touches the sidecars of a bundle already in the folder", "[bracket]") {
     TempDir dir;
     write_head(dir, 64);

@@ -180,9 +180,9 @@ int bracket_main(int argc, char** argv) {
     app.add_option("--start-from", start_from,
                    "Bundles of the same instance (e.g. an earlier run's): their neumann and factor certificates, and those of other kinds without sidecars (zonal), "
                    "are offered to the checker first, and the search grows from the best of them");
-    app.add_option("--focus", focus, "both (default), or lower: after the first bracket, the whole budget goes to "
-                                     "lower bounds")
-        ->check(CLI::IsMember({"both", "lower"}));
+    app.add_option("--focus", focus, "both (default), lower or upper: after the first bracket, the whole budget goes to "
+                                     "lower bounds, or to the factor search")
+        ->check(CLI::IsMember({"both", "lower", "upper"}));
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
     app.add_option("--threads", threads, "Checker threads (default: one per core)");
     app.add_option("--seed", seed, "Seed of the Gaussian starts of the late factor search (default 0; the same seed "
@@ -264,6 +264,7 @@ int bracket_main(int argc, char** argv) {
         opt.provenance["producer"] = std::string("rankcert bracket ") + RANKCERT_VERSION;
         opt.stem = stem;
         opt.lower_focus = focus == "lower";
+        opt.upper_focus = focus == "upper";
         opt.seed = seed;
         std::vector<BracketResult> results;
         try {

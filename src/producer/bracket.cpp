@@ -594,7 +594,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             left -= phase2_cap[a];
         }
     }
-    for (std::size_t a = 0; a < E && opt.search && !total.expired(); ++a) {
+    for (std::size_t a = 0; a < E && opt.search && !opt.upper_focus && !total.expired(); ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         const EpsValue& eps = opt.eps[a];
         const std::string eps_stem = opt.stem + "-eps" + eps.file_text();
@@ -729,7 +729,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     // none in 155 s, resuming at the row where phase 2 stopped), while the
     // factor search there still gains with more steps. ----
     const double phase3b_part = opt.lower_focus ? 1.0 : 0.5;
-    for (std::size_t a = 0; a < E && opt.search && total.left() > 1; ++a) {
+    for (std::size_t a = 0; a < E && opt.search && !opt.upper_focus && total.left() > 1; ++a) {
         const auto t0 = std::chrono::steady_clock::now();
         EpsState& st = states[a];
         if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || st.lower.value("kind", "") != "neumann") continue;

@@ -45,6 +45,12 @@ struct BracketOptions {
     // factor search): for refreshing brackets whose upper end is known to be
     // tight, starting from their best certificates given as hints.
     bool lower_focus = false;
+    // The opposite: after the first bracket, no lower-bound search (phase 2
+    // and 3b), the whole budget to the factor search.  For refreshing
+    // brackets whose lower end an earlier run has grown as far as it goes
+    // (full512 L4 H0 from its committed bundle, eps 0.1, 90 s: the growth
+    // took 44 s and admitted no row).
+    bool upper_focus = false;
     bool lp = true;
     // Anytime search: the whole run's budget in seconds (0: the default of
     // default_time_budget), and at most this much per eps for the factor
