@@ -24,7 +24,7 @@ below G.  --seed S is passed to rankcert bracket: a second pass with the
 same seed repeats the first pass's Gaussian starts wherever the committed
 factor did not change, so give each pass its own.
 
-usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--min-gap G] [--max-gap G] [--seed S]
+usage: /usr/bin/python3 tools/refresh_real_corpus.py [--texts medium,long|berttiny] [--budget 10] [--jobs 2] [--focus both|lower|upper] [--start] [--eps 0.05,0.1,0.2] [--open-only] [--min-gap G] [--max-gap G] [--seed S]
 """
 import argparse
 import concurrent.futures as cf
@@ -58,10 +58,10 @@ def bracket(inst, temp, eps, budget, scratch, focus, start, seed):
     out = os.path.join(scratch, f"{os.path.basename(inst)[:-5]}-t{temp}")
     cmd = [RC, "bracket", "--instance", inst, "--temperature", temp, "--eps", ",".join(eps),
            "--out", out, "--time-budget", str(budget), "--threads", "1", "--json", "-q", "--seed", str(seed)]
-    if focus == "lower":
-        # Spend the budget on L.
-        cmd += ["--focus", "lower"]
-    if focus == "lower" or start:
+    if focus in ("lower", "upper"):
+        # Spend the budget on one end.
+        cmd += ["--focus", focus]
+    if focus in ("lower", "upper") or start:
         # Grow from the committed certificates.
         for e in eps:
             cmd += ["--start-from", f"{inst[:-5]}-t{temp}-eps{e}.json"]
@@ -113,8 +113,8 @@ def main():
     ap.add_argument("--texts", default="medium,long")
     ap.add_argument("--budget", type=float, default=10)
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--focus", choices=("both", "lower"), default="both",
-                    help="lower: start from the committed certificates and search only for larger L")
+    ap.add_argument("--focus", choices=("both", "lower", "upper"), default="both",
+                    help="lower (upper): start from the committed certificates and search only for larger L (smaller U)")
     ap.add_argument("--start", action="store_true",
                     help="start both searches from the committed certificates (--start-from)")
     ap.add_argument("--eps", default=",".join(EPS),

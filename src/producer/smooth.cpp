@@ -15,8 +15,8 @@
 // one pass over the n x N entries (row sums and the derivatives D, in E's
 // storage); memory: one n x N matrix plus the history, 16 (n + N) k
 // numbers, whose storage is reused from step to step.  At 512 x 512, rank
-// 172-280, one thread: 20% less time per step than the version with two
-// passes and per-step allocations (same iterates; docs/benchmarks.md).
+// 172, one thread: a sixth less time than the version with two passes and
+// per-step allocations (same iterates; docs/benchmarks.md).
 #include "rankcert/producer/producer.hpp"
 
 #include <Eigen/QR>
