@@ -604,3 +604,31 @@ TEST_CASE("start_factor: three splits of one truncated product, then seeded Gaus
     CHECK(rms3 > rmsA / 3);
     CHECK(rms3 < rmsA * 3);
 }
+
+TEST_CASE("smooth_factor: success is decided in double precision, and the reported error is the double one", "[bracket]") {
+    // The search runs its products in single precision; a factor it returns
+    // must meet the target in double precision (the value it reports), and
+    // targets just above and at the truncation's own error behave alike.
+    const Mat A = causal_exp_head(48, 3);
+    Mat U, W, Uk, Wk;
+    start_factor(A, A, Mat::Identity(48, 48), 20, 0, Uk, Wk);
+    const auto row_error = [&](const Mat& u, const Mat& w) {
+        return (A - u * w.transpose()).cwiseAbs().rowwise().sum().maxCoeff();
+    };
+    const double start = row_error(Uk, Wk);
+    for (const double target : {start * 0.9, start * 0.8}) {
+        SmoothOptions so;
+        so.iterations = 600;
+        so.give_up = false;
+        auto fc = smooth_factor(A, Uk, Wk, target, so);
+        REQUIRE(fc);
+        const double e = row_error(fc->U, fc->W);
+        CHECK(e <= target * (1 + 1e-12));  // (the test's product may round differently by an ulp)
+        CHECK(std::abs(fc->float_error - e) <= 1e-12 * e);  // the double value, not the single one (off by ~1e-7)
+    }
+    // A target no rank-1 factor meets: no candidate.
+    start_factor(A, A, Mat::Identity(48, 48), 1, 0, Uk, Wk);
+    SmoothOptions so;
+    so.iterations = 200;
+    CHECK(!smooth_factor(A, Uk, Wk, 1e-3, so));
+}
