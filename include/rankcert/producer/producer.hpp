@@ -116,7 +116,8 @@ struct SmoothOptions {
     // first (they will not: try another start).
     bool* out_of_steps = nullptr;
 };
-// A factor of U's rank with float worst row error <= target, started from
+// A factor of U's rank whose worst row error, in double precision, is <= target
+// (the search itself runs its products in single precision), started from
 // (U, W), or nothing when the iterations or the deadline run out first.
 std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double target, const SmoothOptions& opt);
 // The best rank-k approximation of U W^T, as a balanced factor.
