@@ -13,10 +13,11 @@
 //
 // Cost per iteration: about three n x N x k products (E, D W, D^T P U) in
 // single precision and one pass over the n x N entries (row sums in double,
-// the derivatives D in E's storage); memory: two n x N matrices (E in
-// single, the double check's in double) plus the history, 16 (n + N) k
-// numbers, reused from step to step.  An iterate whose single-precision
-// worst row error is within 1e-3 x target of the target is decided by a
+// the derivatives D in E's storage); memory: A and E in single precision,
+// one n x N matrix in double for the check below, and the history,
+// 16 (n + N) k numbers, reused from step to step.  An iterate whose
+// single-precision worst row error is within 1e-3 x target of the target,
+// and below that of the last iterate so checked, is decided by a
 // double-precision product; only that decides success.  At 512 x 512,
 // rank 172, one thread: 0.60 x the time per step of the double-precision
 // version with two passes and per-step allocations (docs/benchmarks.md).
@@ -65,12 +66,12 @@ public:
         const auto n = A_.rows(), N = A_.cols();
         rows_.setZero();
         l1_.setZero();
-        const double mu2 = mu * mu, mu_ = mu;
+        const double mu2 = mu * mu;
         for (Eigen::Index j = 0; j < N; ++j) {
             float* e = E_.col(j).data();
             for (Eigen::Index i = 0; i < n; ++i) {
                 const double ei = e[i], r = std::sqrt(ei * ei + mu2);
-                rows_[i] += r - mu_;
+                rows_[i] += r - mu;
                 l1_[i] += std::abs(ei);
                 e[i] = static_cast<float>(ei / r);
             }
@@ -176,9 +177,13 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
     std::vector<double> checkpoints;  // worst row error / target every 25 steps
     // Keep x when the last value() found a smaller worst row error.
     // Near the target the double-precision error decides (done).
+    // (A plateau just above the target would otherwise pay a double
+    // product at every step.)
     bool done = false;
+    double checked = INFINITY;  // single-precision error of the last iterate checked in double
     auto keep_if_best = [&](const Pair& at) {
-        if (f.worst() <= target * (1 + 1e-3)) {
+        if (f.worst() <= target * (1 + 1e-3) && f.worst() < checked) {
+            checked = f.worst();
             if (const double e = f.exact_worst(at); e <= target) {
                 best.float_error = e;
                 best.U = at.U;
