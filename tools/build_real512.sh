@@ -20,6 +20,8 @@
 #   KEEP    an earlier DEST (e.g. a copy of certificates/real/full512): its
 #           bundles of a head are offered with --start-from, so those heads'
 #           brackets never get wider.  KEEP must differ from DEST.
+#   HEADS   which heads to run, a glob over L<layer>-H<head> (default all 40;
+#           HEADS='L*-H[1-7]' runs the 35 heads whose bundles are not committed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rc=${RC:-build/rankcert}
@@ -28,6 +30,7 @@ out=${OUT:-build/real512}
 dest=${DEST:-certificates/real/full512}
 keep=${KEEP:-}
 budget=${BUDGET:-}
+heads=${HEADS:-L*-H*}
 if [ -n "$keep" ] && [ "$(realpath -m "$keep")" = "$(realpath -m "$dest")" ]; then
   echo "build_real512.sh: KEEP must differ from DEST (DEST is rebuilt from scratch)" >&2
   exit 2
@@ -39,7 +42,7 @@ mkdir -p "$out"
   --text-file certificates/real/texts/full512.txt --out "$dest" --name full512
 export rc out keep budget
 # One BLAS thread and one checker thread per job: JOBS jobs share the cores.
-ls "$dest"/full512-L*-H*.json | OPENBLAS_NUM_THREADS=1 xargs -P "$jobs" -I{} sh -c \
+ls "$dest"/full512-$heads.json | OPENBLAS_NUM_THREADS=1 xargs -P "$jobs" -I{} sh -c \
   'b=$(basename {} .json); extra=""
    [ -n "$budget" ] && extra="--time-budget $budget"
    for f in ${keep:+"$keep"/$b-eps*.json}; do [ -f "$f" ] && extra="$extra --start-from $f"; done

@@ -6,11 +6,23 @@ verdicts below come from that run), reads the producer's per-head timings
 (OUT/<head>.result.json), and writes DEST/SUMMARY.md and DEST/summary.csv.
 
 usage: /usr/bin/python3 tools/real512_summary.py OUT DEST [HOW] [--earlier CSV]
+                                                    [--combine] [--label TEXT] [--earlier-label TEXT]
        (HOW: how the bundles were made, for the page's first line; default
        "with `rankcert bracket`'s default time budget")
        --earlier CSV: an earlier summary.csv; the heads that OUT does not
        hold (e.g. a pass over head 0 only) keep their rows from it, and the
        page says which rows were re-verified now and which were not.
+       --combine: for a head whose bundles are not committed, each end of a
+       row is the better of OUT's verified bundle and the earlier verified
+       row (L the larger, U the smaller).  Each end is certified on its own
+       (a lower certificate proves L <= r_eps, an upper one r_eps <= U), so
+       the bracket holds with one end from each pass; the columns L_from and
+       U_from say which.  Committed heads always take OUT's row whole (their
+       earlier bundles are replaced), and a committed row that came out
+       wider than the earlier one is reported and fails the run.
+       --label TEXT: this pass's name in L_from/U_from (default: today's
+       date); earlier rows without those columns are labelled "earlier", or
+       by --earlier-label TEXT.
 """
 import csv
 import json
@@ -27,20 +39,56 @@ def folder_bytes(folder):
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(folder) for f in fs)
 
 
-def earlier_rows(path):
+def earlier_rows(path, name="earlier"):
     rows = []
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             rows.append({"layer": int(r["layer"]), "head": int(r["head"]), "n": int(r["n"]), "eps": r["eps"],
                          "L": int(r["L"]), "U": int(r["U"]), "closed": r["closed"] == "True",
                          "lower_kind": r["lower_kind"], "upper_kind": r["upper_kind"], "seconds": float(r["seconds"]),
-                         "verdict": r["verdict"], "committed": r["committed"] == "True"})
+                         "verdict": r["verdict"], "committed": r["committed"] == "True",
+                         "L_from": r.get("L_from") or name, "U_from": r.get("U_from") or name})
     return rows
+
+
+def combine(fresh, old):
+    """The row whose L is the larger and whose U is the smaller of two verified rows."""
+    if old["verdict"] != "verified":
+        return fresh
+    if fresh["verdict"] != "verified":
+        print(f"L{fresh['layer']} H{fresh['head']} eps {fresh['eps']}: this pass's bundle says {fresh['verdict']}; "
+              "the earlier row is kept", file=sys.stderr)
+        return old
+    row = dict(fresh)
+    if old["L"] > fresh["L"]:
+        row.update(L=old["L"], lower_kind=old["lower_kind"], L_from=old["L_from"])
+    if old["U"] < fresh["U"]:
+        row.update(U=old["U"], upper_kind=old["upper_kind"], U_from=old["U_from"])
+    row["closed"] = row["L"] == row["U"]
+    return row
 
 
 def main():
     args = sys.argv[1:]
-    earlier = None
+    earlier, combined = None, "--combine" in args
+    if combined:
+        args.remove("--combine")
+    label = time.strftime("%Y-%m-%d")
+    if "--label" in args:
+        i = args.index("--label")
+        if i + 1 >= len(args):
+            sys.exit("real512_summary.py: --label needs a name")
+        label = args[i + 1]
+        del args[i:i + 2]
+    earlier_label = "earlier"
+    if "--earlier-label" in args:
+        i = args.index("--earlier-label")
+        if i + 1 >= len(args):
+            sys.exit("real512_summary.py: --earlier-label needs a name")
+        earlier_label = args[i + 1]
+        del args[i:i + 2]
+    if combined and "--earlier" not in args:
+        sys.exit("real512_summary.py: --combine needs --earlier CSV")
     if "--earlier" in args:
         i = args.index("--earlier")
         if i + 1 >= len(args) or not os.path.isfile(args[i + 1]):
@@ -61,7 +109,11 @@ def main():
             continue
         head = name[: -len(".result.json")]
         with open(os.path.join(out, name)) as f:
-            results = json.load(f)["results"]
+            text = f.read()
+        if not text.strip():  # a head still running, or one whose run failed
+            print(f"real512_summary.py: {name} is empty; that head is left out", file=sys.stderr)
+            continue
+        results = json.loads(text)["results"]
         head_seconds[head] = sum(r["seconds"] for r in results)
         for r in results:
             with open(r["bundle"]) as f:
@@ -72,17 +124,35 @@ def main():
                          "closed": doc["claim"]["lower"] == doc["claim"]["upper"],
                          "lower_kind": r["lower_kind"], "upper_kind": r["upper_kind"], "seconds": round(r["seconds"], 1),
                          "verdict": verdict.get(os.path.normpath(r["bundle"]), "?"),
-                         "committed": prov.get("head") == 0})
+                         "committed": prov.get("head") == 0, "L_from": label, "U_from": label})
     fresh = len(rows)
+    n_combined = 0
     if earlier:
         have = {(r["layer"], r["head"]) for r in rows}
-        kept = [r for r in earlier_rows(earlier) if (r["layer"], r["head"]) not in have]
+        old_rows = earlier_rows(earlier, earlier_label)
+        if combined:
+            old = {(r["layer"], r["head"], r["eps"]): r for r in old_rows}
+            wider = []
+            for i, r in enumerate(rows):
+                o = old.get((r["layer"], r["head"], r["eps"]))
+                if o is None:
+                    continue
+                if r["committed"]:
+                    if r["L"] < o["L"] or r["U"] > o["U"]:
+                        wider.append(f"L{r['layer']} H{r['head']} eps {r['eps']}: [{o['L']}, {o['U']}] -> [{r['L']}, {r['U']}]")
+                    continue
+                rows[i] = combine(r, o)
+                n_combined += rows[i]["L_from"] != rows[i]["U_from"]
+            if wider:
+                sys.exit("real512_summary.py: committed brackets came out wider: " + "; ".join(wider))
+        kept = [r for r in old_rows if (r["layer"], r["head"]) not in have]
         for r in kept:
             key = f"full512-L{r['layer']}-H{r['head']}"
             head_seconds[key] = head_seconds.get(key, 0) + r["seconds"]
         rows += kept
     rows.sort(key=lambda r: (r["layer"], r["head"], float(r["eps"])))
-    cols = ["layer", "head", "n", "eps", "L", "U", "closed", "lower_kind", "upper_kind", "seconds", "verdict", "committed"]
+    cols = ["layer", "head", "n", "eps", "L", "U", "closed", "lower_kind", "upper_kind", "seconds", "verdict", "committed",
+            "L_from", "U_from"]
     with open(os.path.join(dest, "summary.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(cols)
@@ -100,6 +170,10 @@ def main():
                    f"the other {len(rows) - fresh} rows are kept from the earlier pass's summary.csv (verified then; "
                    f"their bundles are not committed).  {n_ok} of {len(rows)} rows say verified.")
         sizes = ""
+    if combined:
+        checked += (f"  With `--combine`, {n_combined} rows take one end from this pass and the other from the earlier "
+                    "one (columns L from / U from): each end is certified by its own verified certificate, so the "
+                    "bracket holds either way; the committed heads' rows are whole bundles.")
     md = ["# Real-size heads: stories260K over 512 tokens", "",
           f"Generated by `tools/build_real512.sh` (bundles, {how}) and "
           "`tools/real512_summary.py` (this page).  The text is the model's own greedy continuation of "
@@ -123,12 +197,12 @@ def main():
            f"{sizes}Committed here: the 40 instances and the bundles of head 0 of "
            f"every layer: {folder_bytes(dest) / 2**20:.1f} MiB.  `tools/build_real512.sh` rebuilds all of them.", "",
            "## Every head", "",
-           "| layer | head | eps | L | U | U/L | lower by | upper by | s | verdict | committed |",
-           "|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|"]
+           "| layer | head | eps | L | U | U/L | lower by | upper by | s | verdict | committed | L from | U from |",
+           "|---:|---:|---:|---:|---:|---:|---|---|---:|---|---|---|---|"]
     for r in rows:
         md.append(f"| {r['layer']} | {r['head']} | {r['eps']} | {r['L']} | {r['U']} | {r['U'] / max(r['L'], 1):.2f} | "
                   f"{r['lower_kind']} | {r['upper_kind']} | {r['seconds']} | {r['verdict']} | "
-                  f"{'yes' if r['committed'] else ''} |")
+                  f"{'yes' if r['committed'] else ''} | {r['L_from']} | {r['U_from']} |")
     with open(os.path.join(dest, "SUMMARY.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print(f"{len(rows)} rows ({fresh} re-verified now), {n_ok} verified, {sum(r['closed'] for r in rows)} closed; verify took {verify_seconds:.1f} s")
