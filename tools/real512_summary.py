@@ -68,35 +68,32 @@ def combine(fresh, old):
     return row
 
 
+def take_option(args, name, default, what):
+    """Remove `name VALUE` from args and return VALUE (default when absent)."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    if i + 1 >= len(args):
+        sys.exit(f"real512_summary.py: {name} needs {what}")
+    value = args[i + 1]
+    del args[i:i + 2]
+    return value
+
+
 def main():
     args = sys.argv[1:]
-    earlier, combined = None, "--combine" in args
+    combined = "--combine" in args
     if combined:
         args.remove("--combine")
-    label = time.strftime("%Y-%m-%d")
-    if "--label" in args:
-        i = args.index("--label")
-        if i + 1 >= len(args):
-            sys.exit("real512_summary.py: --label needs a name")
-        label = args[i + 1]
-        del args[i:i + 2]
-    earlier_label = "earlier"
-    if "--earlier-label" in args:
-        i = args.index("--earlier-label")
-        if i + 1 >= len(args):
-            sys.exit("real512_summary.py: --earlier-label needs a name")
-        earlier_label = args[i + 1]
-        del args[i:i + 2]
-    if combined and "--earlier" not in args:
+    label = take_option(args, "--label", time.strftime("%Y-%m-%d"), "a name")
+    earlier_label = take_option(args, "--earlier-label", "earlier", "a name")
+    earlier = take_option(args, "--earlier", None, "an existing summary.csv")
+    if earlier is not None and not os.path.isfile(earlier):
+        sys.exit("real512_summary.py: --earlier needs an existing summary.csv")
+    if combined and earlier is None:
         sys.exit("real512_summary.py: --combine needs --earlier CSV")
-    if "--earlier" in args:
-        i = args.index("--earlier")
-        if i + 1 >= len(args) or not os.path.isfile(args[i + 1]):
-            sys.exit("real512_summary.py: --earlier needs an existing summary.csv")
-        earlier = args[i + 1]
-        del args[i:i + 2]
     if len(args) < 2:
-        sys.exit("usage: real512_summary.py OUT DEST [HOW] [--earlier CSV]")
+        sys.exit("usage: real512_summary.py OUT DEST [HOW] [--earlier CSV] [--combine] [--label TEXT] [--earlier-label TEXT]")
     out, dest = args[0], args[1]
     t0 = time.time()
     p = subprocess.run([os.path.join(ROOT, "build", "rankcert"), "verify", "--json", "--quiet", out],
