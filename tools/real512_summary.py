@@ -64,6 +64,11 @@ def combine(fresh, old):
         row.update(L=old["L"], lower_kind=old["lower_kind"], L_from=old["L_from"])
     if old["U"] < fresh["U"]:
         row.update(U=old["U"], upper_kind=old["upper_kind"], U_from=old["U_from"])
+    if row["L"] > row["U"]:
+        # Both ends are certified, so this cannot happen unless a certificate
+        # (or a recorded row) is wrong: stop rather than print it.
+        sys.exit(f"real512_summary.py: L{row['layer']} H{row['head']} eps {row['eps']}: L {row['L']} ({row['L_from']}) "
+                 f"> U {row['U']} ({row['U_from']}); one of the two rows is wrong")
     row["closed"] = row["L"] == row["U"]
     return row
 
@@ -182,7 +187,7 @@ def main():
             n_ok = sum(r["verdict"] == "verified" for r in rows)
         parts = []
         if kept_committed:
-            parts.append(f"{kept_committed} from the bundles committed here (re-verified in DEST now)")
+            parts.append(f"{kept_committed} from the bundles committed in this folder, re-verified there now")
         if len(kept) - kept_committed:
             parts.append(f"{len(kept) - kept_committed} verified then, whose bundles are not committed")
         checked = (f"The {fresh} bundles of this pass were re-verified by `rankcert verify` in {verify_seconds:.1f} s; "
@@ -211,7 +216,8 @@ def main():
                   f"{statistics.median(r['U'] - r['L'] for r in rs):g} | {max(ratio):.2f} |")
     secs = sorted(head_seconds.values())
     md += ["", "## Time and size", "",
-           f"Producer wall time per head of this pass and of the kept rows (three eps, 2 jobs on 2 cores, one BLAS and one checker thread each): "
+           f"Producer wall time per head, in the run whose bundles were verified now (for the kept rows, in theirs; three eps, one BLAS and one "
+           f"checker thread per job; the first line says how the runs were made): "
            f"median {statistics.median(secs):.0f} s, max {max(secs):.0f} s.", "",
            f"{sizes}Committed here: the 40 instances and the bundles of head 0 of "
            f"every layer: {folder_bytes(dest) / 2**20:.1f} MiB.  `tools/build_real512.sh` rebuilds all of them.", "",

@@ -38,6 +38,11 @@ class Combine(unittest.TestCase):
         r = summary.combine(row(110, 170), row(150, 160, verdict="refuted", source="old"))
         self.assertEqual((r["L"], r["U"], r["L_from"], r["U_from"]), (110, 170, "new", "new"))
 
+    def test_crossing_ends_are_refused(self):
+        # L > U means a wrong certificate or a wrong recorded row: no summary.
+        with self.assertRaises(SystemExit):
+            summary.combine(row(180, 190), row(150, 170, source="old"))
+
     def test_the_inputs_are_not_changed(self):
         fresh, old = row(100, 200), row(120, 180, source="old")
         summary.combine(fresh, old)
