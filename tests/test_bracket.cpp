@@ -431,6 +431,27 @@ TEST_CASE("neumann_smooth_grow: rows are admitted, and the stall rule ends the g
     REQUIRE((!stalled || stalled->rows.size() <= 2));
 }
 
+TEST_CASE("neumann_smooth_grow with PDHG standing in for the LP admits rows, and its certificate holds", "[bracket]") {
+    // lp_reopt_size 1: every row set counts as too large for the exact LP,
+    // and pdhg_min_rows 1 lets PDHG stand in (the 512-token path): it
+    // re-optimises R and tests the candidates.
+    const Mat A = causal_exp_head(40, 2);
+    LowerOptions lo;
+    lo.lp_reopt_size = 1;
+    lo.pdhg_min_rows = 1;
+    const Deadline dl = Deadline{}.within(20);
+    auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    REQUIRE(grown);
+    INFO(grown->rows.size() << " rows, value " << grown->float_value);
+    CHECK(grown->rows.size() > 10);
+    CHECK(grown->float_value < 1);
+    CHECK(grown->float_value == Approx(neumann_float_value(A, 0.1, grown->rows, grown->r, grown->N)).epsilon(1e-12));
+    lo.pdhg_iterations = 0;  // no PDHG and no exact LP: one smooth pass, as in phase 2
+    auto smooth = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    REQUIRE(smooth);
+    CHECK(smooth->float_value < 1);
+}
+
 TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the top-8 support", "[bracket]") {
     // A diffuse causal head (weights exp(-|i - j| / 6) on j <= i): each row
     // spreads over more than eight keys, so the all-keys LP has strictly more
@@ -449,6 +470,57 @@ TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the 
     REQUIRE(all->float_value < 1);
     // R is supported on keys the rows reach (j <= 35 here) and nowhere else.
     for (const auto& e : all->r) REQUIRE(e.j <= 35);
+}
+
+TEST_CASE("neumann_pdhg approaches the exact all-keys LP optimum and never reports less than its R's value", "[bracket]") {
+    const Deadline dl = Deadline{}.within(60);
+    // A = I_5: min_c |1 - c| + eps c is eps = 0.1 (R = I); from R = 0.
+    {
+        const Mat I5 = Mat::Identity(5, 5);
+        Mat R = Mat::Zero(5, 5);
+        const double v = neumann_pdhg(I5, 0.1, R, 4000, 0.0, dl);
+        CHECK(v == Approx(0.1).margin(1e-3));
+        CHECK(v >= 0.1 - 1e-12);  // a value below the optimum would be a wrong value
+    }
+    // One row, one key a = 1/2: min_c |1 - c/2| + eps |c| is 1 - 1/2 + 2 eps
+    // (c = 2) when eps < 1/2 and 1 (c = 0) when eps > 1/2, so both terms'
+    // weights matter.
+    {
+        Mat a(1, 1);
+        a(0, 0) = 0.5;
+        Mat R = Mat::Zero(1, 1);
+        CHECK(neumann_pdhg(a, 0.4, R, 4000, 0.0, dl) == Approx(0.8).margin(1e-4));
+        R(0, 0) = 2;
+        CHECK(neumann_pdhg(a, 0.6, R, 4000, 0.0, dl) == Approx(1.0).margin(1e-4));
+    }
+    // Two equal rows: A_I R has two equal rows, so delta >= 1 for every R
+    // (rows t and u of I - A_I R differ by e_t - e_u) and no certificate exists.
+    {
+        Mat A1(2, 6);
+        A1.row(0) << 0.3, 0.2, 0.2, 0.1, 0.1, 0.1;
+        A1.row(1) = A1.row(0);
+        Mat R = Mat::Zero(6, 2);
+        R(0, 0) = 1 / 0.3;
+        CHECK(neumann_pdhg(A1, 0.1, R, 2000, 0.0, dl) >= 1 - 1e-12);
+    }
+    // A diffuse causal head: within 0.1% of the exact LP (GLPK, interior point),
+    // from the least-norm right inverse, and the returned value is R's own.
+    const Mat A = causal_exp_head(40, 6);
+    const std::vector<std::size_t> rows{0, 2, 5, 9, 14, 20, 27, 35};
+    LowerOptions lo;
+    auto exact = neumann_lp(A, 0.1, rows, lo, LpMode::all_keys_interior);
+    REQUIRE(exact);
+    Mat AI(static_cast<Eigen::Index>(rows.size()), A.cols());
+    for (std::size_t t = 0; t < rows.size(); ++t) AI.row(static_cast<Eigen::Index>(t)) = A.row(static_cast<Eigen::Index>(rows[t]));
+    Mat R = AI.transpose() * (AI * AI.transpose()).ldlt().solve(Mat::Identity(AI.rows(), AI.rows()));
+    const double start = max_row_l1(Mat::Identity(AI.rows(), AI.rows()) - AI * R) + 0.1 * R.cwiseAbs().rowwise().sum().maxCoeff();
+    const double v = neumann_pdhg(AI, 0.1, R, 20000, 0.0, dl);
+    INFO("least-norm inverse " << start << ", PDHG " << v << ", exact LP " << exact->float_value);
+    CHECK(v < start);
+    CHECK(v <= exact->float_value * 1.001);
+    CHECK(v >= exact->float_value - 1e-4);  // (the interior point method may stop a few digits short)
+    const double again = max_row_l1(Mat::Identity(AI.rows(), AI.rows()) - AI * R) + 0.1 * R.cwiseAbs().rowwise().sum().maxCoeff();
+    CHECK(again == Approx(v).epsilon(1e-12));
 }
 
 TEST_CASE("bracket --start-from a neumann certificate grows from that certificate's R", "[bracket]") {

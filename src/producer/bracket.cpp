@@ -760,7 +760,14 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         const Deadline dl = total.within(total.left() / static_cast<double>(E - a));
         int iterations = opt.smooth_iterations * 9;
         int variant = 0;
-        constexpr int last_variant = 2 + 256;  // three splits, then up to 256 Gaussian starts
+        // Three splits, then up to 256 Gaussian starts; above 256 rows only
+        // the splits.  At 512 tokens a Gaussian start ends nowhere near the
+        // target: full512 L0 H0 at rank 289, eps 0.1 (600 s, --focus upper),
+        // the three splits stopped at 1.027, 1.034 and 1.039 x eps and 15
+        // Gaussian starts at 6.9 to 8.4 x eps after 1600 steps each (33 s
+        // apiece); L4 H6 at rank 307 the same (1.035 to 1.107 against 6.8
+        // to 7.5).  The run ends sooner instead.
+        const int last_variant = A.rows() > 256 ? 2 : 2 + 256;
         std::size_t step = 1;
         const std::size_t least = std::max<std::uint64_t>(st.L, 1);  // ranks below L cannot succeed
         while (st.U > least && !dl.expired() && variant <= last_variant) {

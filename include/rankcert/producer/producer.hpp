@@ -177,6 +177,11 @@ struct LowerOptions {
     // by residual (neumann_smooth.cpp) above 128 rows, where a candidate
     // costs tenths of a second; causal up to 128.
     enum class Order { automatic, causal, residual } order = Order::automatic;
+    int pdhg_iterations = 3000;    // neumann_smooth_grow: where the exact LP is out of reach, the same LP by PDHG
+                                   // (neumann_pdhg) with at most this many steps (0: never)
+    int pdhg_candidate_iterations = 400;  // neumann_smooth_grow: PDHG steps per candidate row where PDHG stands in
+    std::size_t pdhg_min_rows = 257;      // neumann_smooth_grow: PDHG stands in for the LP on instances with this many
+                                          // rows or more (measured at 512 tokens only; smaller ones keep the smooth path)
     int smooth_start_iterations = 1600;  // neumann_smooth_grow: a longer search for slack at the start where there is no LP
     std::function<void(const std::string&)> progress;
 };
@@ -227,6 +232,14 @@ std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, 
 // every row's l1 norm at most target / eps and A_I R as close to I as
 // `iterations` steps get; nullopt unless delta + eps rho ends below
 // 1 - margin (or A_I A_I^T is not positive definite).
+// The Neumann LP for the rows A_I by the primal-dual hybrid gradient method,
+// from R (N x m, updated to the best iterate); returns its float value
+// delta + eps rho.  Stops after `iterations` steps, at the deadline, or once
+// the value is below `enough` (neumann_smooth.cpp).
+// `dual`, when given, is the dual start (used when it is m x m) and receives
+// the last dual point, for a warm start of the next run.
+double neumann_pdhg(const Mat& AI, double eps, Mat& R, int iterations, double enough, const Deadline& dl,
+                    Mat* dual = nullptr);
 std::optional<NeumannCandidate> neumann_admm(const Mat& A, double eps, const std::vector<std::size_t>& rows, double target,
                                              int iterations, double margin, const Deadline& dl);
 // Tail certificates: rows I, R = identity or a key partition; largest k.
