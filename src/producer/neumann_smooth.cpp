@@ -275,8 +275,7 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // leaves little slack (full512 L4 H0, eps 0.1, the committed 110 rows:
     // 0.958 from the smooth search, 0.895 after 3000 PDHG steps in 11 s),
     // and candidates tried with little slack failed for 100 s.
-    const bool pdhg_first = pdhg_mode;
-    if (pdhg_first) reoptimise(I, R, v);
+    if (pdhg_mode) reoptimise(I, R, v);
     // With PDHG every candidate re-optimises the whole R, so the admission
     // needs less margin than the smooth search's.
     const double pdhg_admit = 0.99;
@@ -296,7 +295,7 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         R2.col(R.cols()) = rn;
         return true;
     };
-    if (!(v < admit) && !pdhg_first && !reoptimise(I, R, v)) {
+    if (!(v < admit) && !pdhg_mode && !reoptimise(I, R, v)) {
         // No slack to admit a row with, and no LP to restore it (too large):
         // a longer smooth search.  full512 L0 H0 at eps 0.1, from its
         // certificate's 197 rows: 0.996 after 200 steps (the search ended
@@ -421,7 +420,7 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         Mat R2 = Mat::Zero(N, R.cols() + 1);
         double v2 = INFINITY;
         Mat Y2;
-        if (pdhg_first) {
+        if (pdhg_mode) {
             // Where PDHG stands in for the LP (512 tokens), it also tests the
             // candidate, from the bordered right inverse (the current R with
             // row c's coupling removed and a new column that is zero on the
@@ -440,11 +439,11 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
             v2 = optimise(AI2, eps, R2, opt.smooth_iterations, admit, dl);
         }
         last_cost = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_cand).count();
-        if (opt.progress && pdhg_first)
+        if (opt.progress && pdhg_mode)
             opt.progress("neumann pdhg: row " + std::to_string(c) + " with " + std::to_string(I.size()) + " rows: " +
                          std::to_string(v2) + (v2 < pdhg_admit ? ", admitted" : ""));
-        if (v2 < (pdhg_first ? pdhg_admit : admit)) {
-            if (pdhg_first) Ypd = std::move(Y2);
+        if (v2 < (pdhg_mode ? pdhg_admit : admit)) {
+            if (pdhg_mode) Ypd = std::move(Y2);
             take(c, std::move(I2), std::move(AI2), std::move(R2), v2);
             stale = true;
         } else {
@@ -477,13 +476,9 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
         if (dl.expired() || dl.left() < 3 * last_lp) break;
         std::vector<std::size_t> I2 = I;
         I2.push_back(static_cast<std::size_t>(c));
-        // The candidate's column starts where the smooth test left it off:
-        // at the key where row c stands out (as above), for PDHG's warm start.
+        // (Only the exact LP gets here: with PDHG the pass itself tested
+        // every candidate, and the loop above ends.)
         Mat R2 = Mat::Zero(N, R.cols() + 1);
-        R2.leftCols(R.cols()) = R;
-        Eigen::Index jstar = 0;
-        A.row(c).maxCoeff(&jstar);
-        R2(jstar, R.cols()) = 1.0 / A(c, jstar);
         double v2c = INFINITY;
         if (!reoptimise(I2, R2, v2c, admit)) break;
         // Any value below 1 is a certificate; the 2% margin is for the smooth

@@ -228,10 +228,6 @@ void compact_neumann(const Mat& A, double eps, NeumannCandidate& c, double margi
 std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, const std::vector<std::size_t>& rows,
                                                       Mat R, int iterations, double enough, double margin,
                                                       const Deadline& dl);
-// A right inverse for fixed rows I by ADMM (neumann_smooth.cpp): R with
-// every row's l1 norm at most target / eps and A_I R as close to I as
-// `iterations` steps get; nullopt unless delta + eps rho ends below
-// 1 - margin (or A_I A_I^T is not positive definite).
 // The Neumann LP for the rows A_I by the primal-dual hybrid gradient method,
 // from R (N x m, updated to the best iterate); returns its float value
 // delta + eps rho.  Stops after `iterations` steps, at the deadline, or once
@@ -240,6 +236,10 @@ std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, 
 // the last dual point, for a warm start of the next run.
 double neumann_pdhg(const Mat& AI, double eps, Mat& R, int iterations, double enough, const Deadline& dl,
                     Mat* dual = nullptr);
+// A right inverse for fixed rows I by ADMM (neumann_smooth.cpp): R with
+// every row's l1 norm at most target / eps and A_I R as close to I as
+// `iterations` steps get; nullopt unless delta + eps rho ends below
+// 1 - margin (or A_I A_I^T is not positive definite).
 std::optional<NeumannCandidate> neumann_admm(const Mat& A, double eps, const std::vector<std::size_t>& rows, double target,
                                              int iterations, double margin, const Deadline& dl);
 // Tail certificates: rows I, R = identity or a key partition; largest k.
