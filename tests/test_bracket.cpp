@@ -503,6 +503,25 @@ TEST_CASE("neumann_pdhg approaches the exact all-keys LP optimum and never repor
         R(0, 0) = 1 / 0.3;
         CHECK(neumann_pdhg(A1, 0.1, R, 2000, 0.0, dl) >= 1 - 1e-12);
     }
+    // Keys of very different mass (the diagonal steps differ 100-fold) and a
+    // key no row touches.  Rows (1, 0, 0, 0) and (0, 0.01, 0.99, 0): R =
+    // [e_0, e_1 + e_2] has A_I R = I and rho = 1, so the value is eps, and no
+    // R does better for rows of l1 norm 1 ((A_I R)_tt <= rho, so delta >=
+    // 1 - rho).  Key 3 has no mass (no gradient, an infinite diagonal step):
+    // the row of R that starts at 5 there only adds to rho and must come
+    // down to at most 1, without NaNs on the way.
+    {
+        Mat A2(2, 4);
+        A2.row(0) << 1, 0, 0, 0;
+        A2.row(1) << 0, 0.01, 0.99, 0;
+        Mat R = Mat::Zero(4, 2);
+        R(3, 0) = 5;
+        const double v = neumann_pdhg(A2, 0.1, R, 6000, 0.0, dl);
+        CHECK(v == Approx(0.1).margin(1e-3));
+        CHECK(v >= 0.1 - 1e-12);
+        CHECK(R.allFinite());
+        CHECK(R.row(3).cwiseAbs().sum() <= 1 + 1e-3);
+    }
     // A diffuse causal head: within 0.1% of the exact LP (GLPK, interior point),
     // from the least-norm right inverse, and the returned value is R's own.
     const Mat A = causal_exp_head(40, 6);

@@ -728,14 +728,18 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
     // phase 2 went from 81 to 100 rows in 144 s, then this phase admitted
     // none in 155 s, resuming at the row where phase 2 stopped), while the
     // factor search there still gains with more steps. ----
-    const double phase3b_part = opt.lower_focus ? 1.0 : 0.5;
-    for (std::size_t a = 0; a < E && opt.search && !opt.upper_focus && total.left() > 1; ++a) {
-        const auto t0 = std::chrono::steady_clock::now();
-        EpsState& st = states[a];
-        if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || st.lower.value("kind", "") != "neumann") continue;
-        if (smooth_growth(a, phase3b_part * total.left() / static_cast<double>(E - a), true)) run.publish(opt.eps[a], st);
-        st.seconds += since(t0);
-    }
+    // (A round of growth with the LP passes over the eps still open, each
+    // getting `part` of its even share of the time left.)
+    auto lower_round = [&](double part) {
+        for (std::size_t a = 0; a < E && opt.search && !opt.upper_focus && total.left() > 1; ++a) {
+            const auto t0 = std::chrono::steady_clock::now();
+            EpsState& st = states[a];
+            if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || st.lower.value("kind", "") != "neumann") continue;
+            if (smooth_growth(a, part * total.left() / static_cast<double>(E - a), true)) run.publish(opt.eps[a], st);
+            st.seconds += since(t0);
+        }
+    };
+    lower_round(opt.lower_focus ? 1.0 : 0.5);
 
     // ---- phase 3c: time still left goes back to the factor search.  At
     // 512 tokens the phases above end long before a generous budget
@@ -789,6 +793,13 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         }
         st.seconds += since(t0);
     }
+
+    // ---- phase 3d: what phase 3c left goes back to the lower bound.  Above
+    // 256 rows phase 3c ends once the three splits fail at U - 1, and a
+    // default run then stopped long before its budget (full512 L0 H0,
+    // eps 0.1, 2026-12-04); below, its Gaussian starts use the whole
+    // share and this phase gets nothing. ----
+    lower_round(1.0);
 
     // ---- phase 4: r_eps is non-increasing in eps, so a lower certificate
     // found at a larger eps, and an upper one found at a smaller eps, may
