@@ -9,8 +9,9 @@ usage: /usr/bin/python3 tools/real512_summary.py OUT DEST [HOW] [--earlier CSV]
                                                     [--combine] [--label TEXT] [--earlier-label TEXT]
        (HOW: how the bundles were made, for the page's first line; default
        "with `rankcert bracket`'s default time budget")
-       --earlier CSV: an earlier summary.csv; the heads that OUT does not
-       hold (e.g. a pass over head 0 only) keep their rows from it, and the
+       --earlier CSV: an earlier summary.csv; the brackets (head and eps)
+       that OUT does not hold (e.g. a pass over head 0 only, or at one eps)
+       keep their rows from it, and the
        page says which rows were re-verified now and which were not.
        --combine: for a head whose bundles are not committed, each end of a
        row is the better of OUT's verified bundle and the earlier verified
@@ -49,6 +50,12 @@ def earlier_rows(path, name="earlier"):
                          "verdict": r["verdict"], "committed": r["committed"] == "True",
                          "L_from": r.get("L_from") or name, "U_from": r.get("U_from") or name})
     return rows
+
+
+def kept_rows(old_rows, fresh_rows):
+    """The earlier rows whose bracket (layer, head, eps) this pass did not run."""
+    have = {(r["layer"], r["head"], r["eps"]) for r in fresh_rows}
+    return [r for r in old_rows if (r["layer"], r["head"], r["eps"]) not in have]
 
 
 def combine(fresh, old):
@@ -130,7 +137,6 @@ def main():
     fresh = len(rows)
     n_combined = 0
     if earlier:
-        have = {(r["layer"], r["head"]) for r in rows}
         old_rows = earlier_rows(earlier, earlier_label)
         if combined:
             old = {(r["layer"], r["head"], r["eps"]): r for r in old_rows}
@@ -147,7 +153,7 @@ def main():
                 n_combined += rows[i]["L_from"] != rows[i]["U_from"]
             if wider:
                 sys.exit("real512_summary.py: committed brackets came out wider: " + "; ".join(wider))
-        kept = [r for r in old_rows if (r["layer"], r["head"]) not in have]
+        kept = kept_rows(old_rows, rows)
         for r in kept:
             key = f"full512-L{r['layer']}-H{r['head']}"
             head_seconds[key] = head_seconds.get(key, 0) + r["seconds"]

@@ -594,10 +594,11 @@ namespace {
 // those at which every row with mu_j > 0 loses the same l1 mass theta;
 // theta by bisection on the continuous decreasing sum of the w_j mu_j(theta).
 // Without weights that is the Euclidean projection (its KKT conditions).
-// With weights it is what the diagonally preconditioned PDHG step needs
-// (neumann_pdhg): there w_j = 1 / tau_j, and in the metric diag(1 / tau_j)
-// the projection of V / tau onto the unweighted ball, scaled back by tau,
-// clips row j of V at tau_j mu_j with the same excess for every row.
+// With weights it is not, but it is what the diagonally preconditioned
+// PDHG step needs (neumann_pdhg, w_j = 1 / tau_j): the projection of
+// V / tau onto the unweighted ball in the metric sum_j tau_j ||.||^2,
+// scaled back by tau, clips every row of V with the same l1 excess, at
+// levels whose sum weighted by 1 / tau_j is r.
 void project_l1inf(Mat& V, double r, std::vector<double>& sorted, std::vector<double>& cums,
                    std::vector<double>& gaps, const Vec* weight = nullptr) {
     const auto rows = V.rows(), m = V.cols();
@@ -673,7 +674,8 @@ double neumann_pdhg(const Mat& AI, double eps, Mat& R, int iterations, double en
     // primal step is omega / (the l1 mass of key j in the rows of I), the
     // dual step 1 / (omega max_t ||A_t||_1), so that every step is as long
     // as its own column or row allows.  A key no row of I touches has no
-    // gradient and no weight in the projection, so its row of R goes to 0.
+    // gradient and no weight in the projection: its row of R keeps only the
+    // common excess, never more than the other rows' l1 norms.
     // Measured on full512 L4 H0 at eps 0.1, the committed 114 rows (numpy
     // prototype, 2026-12-04), after 500 / 3000 steps: 0.946 / 0.904 with
     // one scalar step pair, 0.914 / 0.893 with these; the candidates of the
