@@ -10,7 +10,8 @@ one folder per bracket, each with the bundle, its sidecars and the
 tools/build_real512.sh writes instead: OUT/<head>/ with the head's bundles
 and OUT/<head>.result.json.  This script builds that, and with --install
 DEST puts the bundles into DEST (certificates/real/full512) in place of the
-head's committed ones.
+head's committed ones; a bracket the pass did not change keeps its committed
+bundle (and the producer's notes in it).
 
 Sidecar names: a run names the sidecars of its --start-from certificates
 after the head (full512-L0-H0.start0-2.u.npy), so two runs of the same head
@@ -48,6 +49,19 @@ def sidecar_refs(doc):
 
     walk(doc)
     return out
+
+
+def rewrite(text, doc):
+    """The bundle text with its sidecar names replaced by doc's.  The text is
+    kept byte for byte otherwise (the producer's compact JSON, numbers as it
+    spelt them); json.loads of the result must equal doc."""
+    old = sidecar_refs(json.loads(text))
+    for a, b in zip(old, sidecar_refs(doc)):
+        if a["npy"] != b["npy"]:
+            text = text.replace(f'"npy":"{a["npy"]}"', f'"npy":"{b["npy"]}"')
+    if json.loads(text) != doc:
+        sys.exit("install_real512.py: a sidecar name could not be rewritten in place")
+    return text
 
 
 def place(src_dir, doc, stem, dest_dir):
@@ -97,14 +111,14 @@ def main(argv):
             hdir = os.path.join(out, head)
             os.makedirs(hdir, exist_ok=True)
             with open(bundle) as f:
-                doc = json.load(f)
+                text = f.read()
+            doc = json.loads(text)
             place(os.path.dirname(bundle), doc, stem, hdir)
             target = os.path.join(hdir, stem + ".json")
             if os.path.exists(target):
                 sys.exit(f"install_real512.py: {target}: two runs of the same bracket")
             with open(target, "w") as f:
-                json.dump(doc, f, indent=1, sort_keys=True)
-                f.write("\n")
+                f.write(rewrite(text, doc))
             r = dict(r)
             r["bundle"] = target
             results.setdefault(head, []).append(r)
@@ -119,14 +133,18 @@ def main(argv):
         for r in rs:
             stem = os.path.basename(r["bundle"])[: -len(".json")]
             with open(r["bundle"]) as f:
-                doc = json.load(f)
+                text = f.read()
+            doc = json.loads(text)
             old = os.path.join(install, stem + ".json")
             if os.path.exists(old):
+                with open(old) as f:
+                    if json.load(f)["claim"] == doc["claim"]:
+                        print(f"{stem}: the same bracket {doc['claim']}; the committed bundle is kept")
+                        continue
                 os.remove(old)
             place(os.path.dirname(r["bundle"]), doc, stem, install)
             with open(old, "w") as f:
-                json.dump(doc, f, indent=1, sort_keys=True)
-                f.write("\n")
+                f.write(rewrite(text, doc))
     # Sidecars no JSON file in DEST references any more.
     used = set()
     for name in os.listdir(install):
