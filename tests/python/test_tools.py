@@ -89,3 +89,60 @@ class Place(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+spec = importlib.util.spec_from_file_location("eps_gap", os.path.join(ROOT, "tools", "eps_gap.py"))
+gap = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gap)
+
+
+class EpsGap(unittest.TestCase):
+    def test_a_closed_bracket_has_gap_one(self):
+        c, ex = gap.eps_gap({0.05: (30, 34), 0.1: (25, 25), 0.2: (20, 21)}, 0.1)
+        self.assertEqual((c, ex), (1.0, False))
+
+    def test_a_power_law_is_interpolated_exactly(self):
+        # U = 10 eps^-1/2 at 0.1 and 0.4; L(0.1) = U(0.2) lies on the line: c = 2.
+        u = lambda e: 10 * e ** -0.5  # noqa: E731
+        c, ex = gap.eps_gap({0.1: (u(0.2), u(0.1)), 0.4: (1, u(0.4))}, 0.1)
+        self.assertAlmostEqual(c, 2.0, places=12)
+        self.assertFalse(ex)
+
+    def test_eps_below_eps0_is_not_used(self):
+        # A plateau of U below eps0 must not give c < 1.
+        c, _ = gap.eps_gap({0.05: (25, 25), 0.1: (25, 25), 0.2: (20, 20)}, 0.1)
+        self.assertEqual(c, 1.0)
+        c, _ = gap.eps_gap({0.05: (24, 24), 0.1: (24, 30), 0.2: (20, 24)}, 0.1)
+        self.assertAlmostEqual(c, 2.0, places=12)
+
+    def test_beyond_the_largest_eps_is_extrapolated_and_said(self):
+        # U falls by 2 per doubling of eps (log-linear); L(0.1) = 16 = U at 0.4.
+        c, ex = gap.eps_gap({0.1: (16, 64), 0.2: (1, 32)}, 0.1)
+        self.assertAlmostEqual(c, 4.0, places=12)
+        self.assertTrue(ex)
+        c, ex = gap.eps_gap({0.1: (16, 40), 0.2: (1, 40)}, 0.1)
+        self.assertEqual((c, ex), (float("inf"), True))
+
+    def test_one_eps_gives_nothing(self):
+        self.assertIsNone(gap.eps_gap({0.1: (5, 8)}, 0.1))
+        self.assertIsNone(gap.eps_gap({0.1: (5, 8), 0.05: (6, 9)}, 0.1))
+        self.assertIsNone(gap.eps_gap({0.2: (5, 8), 0.05: (6, 9)}, 0.1))
+
+    def test_table_and_csv(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "summary.csv")
+            with open(p, "w") as f:
+                f.write("layer,head,n,eps,L,U\n0,0,64,0.1,10,12\n0,0,64,0.2,8,11\n"
+                        "0,1,64,0.1,10,10\n0,1,64,0.2,9,9\n")
+            text, cells = gap.table(gap.read_profiles(p, "g"), 0.1)
+            self.assertIn("| g | 64 | 2 |", text)
+            self.assertIn("1 of 2", text)  # L(0.1) >= U(0.2) on head 1 only
+            svg_path = os.path.join(d, "gap.svg")
+            gap.svg(cells, 0.1, svg_path)
+            with open(svg_path) as f:
+                self.assertTrue(f.read().startswith("<svg"))
+            bad = os.path.join(d, "bad.csv")
+            with open(bad, "w") as f:
+                f.write("layer,head,n,eps,L,U\n0,0,64,0.1,ten,12\n")
+            with self.assertRaises(SystemExit):
+                gap.read_profiles(bad)
