@@ -28,7 +28,8 @@ usage: /usr/bin/python3 tools/eps_gap.py CSV... [--eps E] [--svg OUT.svg] [--lab
        CSV: a summary.csv of certificates/real or certificates/real/full512
        (every row; an instance is one head, text, temperature), or any CSV with columns n, eps, L, U and
        identifying columns among model, layer, head, text, temperature, group.
-       --eps E: eps0 of the table (default 0.1).
+       --eps E[,E...]: the eps0 of the table (default 0.05,0.1); the
+       figure is drawn for the first.
        --svg OUT.svg: c per instance against n, one column per (group, n).
        --label CSV=NAME: the group name of that file's rows (default: its
        folder name, or the file's 'group' column if it has one).
@@ -87,38 +88,47 @@ def read_profiles(path, label=None):
     return out
 
 
-def table(profiles, eps0):
-    """Markdown table, one row per (group, n)."""
-    cells = collections.defaultdict(list)
-    twice = collections.defaultdict(list)
-    alpha = collections.defaultdict(list)
+def gaps(profiles, eps0):
+    """Per (group, n): the list of (c, extrapolated), of L(eps0) >= U(2 eps0), of alpha, and of U/L at eps0."""
+    cells, twice, alpha, ratio = (collections.defaultdict(list) for _ in range(4))
     for key, prof in profiles.items():
         k = dict(key)
         res = eps_gap(prof, eps0)
         if res is None:
             continue
-        cells[(k["group"], int(k["n"]))].append(res)
-        e2 = 2 * eps0
-        hit = [e for e in prof if math.isclose(e, e2)]
+        col = (k["group"], int(k["n"]))
+        cells[col].append(res)
+        ratio[col].append(prof[eps0][1] / prof[eps0][0])
+        hit = [e for e in prof if math.isclose(e, 2 * eps0)]
         if hit:
-            twice[(k["group"], int(k["n"]))].append(prof[eps0][0] >= prof[hit[0]][1])
-            alpha[(k["group"], int(k["n"]))].append(math.log(prof[eps0][1] / prof[hit[0]][1]) / math.log(2))
-    lines = [f"| group | n | instances | median eps gap at eps {eps0:g} | quartiles | extrapolated | "
-             f"L({eps0:g}) >= U({2 * eps0:g}) | median U/L | median alpha |",
-             "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
-    for (g, n) in sorted(cells, key=lambda t: (t[1], t[0])):
-        cs = [c for c, _ in cells[(g, n)]]
-        q = statistics.quantiles(cs, n=4, method="inclusive") if len(cs) > 1 else [cs[0]] * 3
-        ex = sum(1 for _, e in cells[(g, n)] if e)
-        tw = twice.get((g, n), [])
-        tw_s = f"{sum(tw)} of {len(tw)}" if tw else "-"
-        ratios = [prof[eps0][1] / prof[eps0][0] for key, prof in profiles.items()
-                  if dict(key)["group"] == g and int(dict(key)["n"]) == n and eps0 in prof]
-        al = alpha.get((g, n), [])
-        al_s = f"{statistics.median(al):.2f}" if al else "-"
-        lines.append(f"| {g} | {n} | {len(cs)} | {statistics.median(cs):.3f} | {q[0]:.2f} / {q[2]:.2f} | {ex} | "
-                     f"{tw_s} | {statistics.median(ratios):.3f} | {al_s} |")
-    return "\n".join(lines), cells
+            twice[col].append(prof[eps0][0] >= prof[hit[0]][1])
+            alpha[col].append(math.log(prof[eps0][1] / prof[hit[0]][1]) / math.log(2))
+    return cells, twice, alpha, ratio
+
+
+def table(profiles, eps_list):
+    """Markdown table, one row per (group, n, eps0); and the cells of the first eps0 (for svg)."""
+    lines = ["| group | n | eps | instances | median eps gap c | quartiles | extrapolated | L(eps) >= U(2 eps) | "
+             "median U/L | median alpha |",
+             "|---|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+    first = None
+    rows = []
+    for eps0 in eps_list:
+        cells, twice, alpha, ratio = gaps(profiles, eps0)
+        if first is None:
+            first = cells
+        for (g, n), v in cells.items():
+            cs = [c for c, _ in v]
+            q = statistics.quantiles(cs, n=4, method="inclusive") if len(cs) > 1 else [cs[0]] * 3
+            ex = sum(1 for _, e in v if e)
+            tw = twice.get((g, n), [])
+            al = alpha.get((g, n), [])
+            rows.append(((n, g, eps0), f"| {g} | {n} | {eps0:g} | {len(cs)} | {statistics.median(cs):.3f} | "
+                         f"{q[0]:.2f} / {q[2]:.2f} | {ex} | {f'{sum(tw)} of {len(tw)}' if tw else '-'} | "
+                         f"{statistics.median(ratio[(g, n)]):.3f} | "
+                         f"{f'{statistics.median(al):.2f}' if al else '-'} |"))
+    lines += [text for _, text in sorted(rows)]
+    return "\n".join(lines), first or {}
 
 
 def svg(cells, eps0, path):
@@ -159,7 +169,7 @@ def svg(cells, eps0, path):
 
 
 def main(argv):
-    eps0, svg_path, labels, paths = 0.1, None, {}, []
+    eps_list, svg_path, labels, paths = [0.05, 0.1], None, {}, []
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -169,7 +179,7 @@ def main(argv):
             v = argv[i + 1]
             if a == "--eps":
                 try:
-                    eps0 = float(v)
+                    eps_list = [float(e) for e in v.split(",")]
                 except ValueError:
                     sys.exit(f"eps_gap.py: --eps: not a number: {v}")
             elif a == "--svg":
@@ -192,12 +202,12 @@ def main(argv):
         if not os.path.isfile(p):
             sys.exit(f"eps_gap.py: {p}: no such file")
         profiles.update(read_profiles(p, labels.get(os.path.abspath(p))))
-    text, cells = table(profiles, eps0)
+    text, cells = table(profiles, eps_list)
     if not cells:
-        sys.exit(f"eps_gap.py: no instance has eps {eps0:g} and another eps")
+        sys.exit(f"eps_gap.py: no instance has eps {eps_list[0]:g} and a larger eps")
     print(text)
     if svg_path:
-        svg(cells, eps0, svg_path)
+        svg(cells, eps_list[0], svg_path)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import eps_gap  # noqa: E402  (tools/eps_gap.py)
 
 
 def folder_bytes(folder):
@@ -196,9 +198,14 @@ def main():
             parts.append(f"{kept_committed} from the bundles committed in this folder, re-verified there now")
         if len(kept) - kept_committed:
             parts.append(f"{len(kept) - kept_committed} verified then, whose bundles are not committed")
-        checked = (f"The {fresh} bundles of this pass were re-verified by `rankcert verify` in {verify_seconds:.1f} s; "
-                   f"the other {len(rows) - fresh} rows are kept from the earlier summary.csv ({'; '.join(parts)}).  "
-                   f"{n_ok} of {len(rows)} rows say verified.")
+        if fresh:
+            checked = (f"The {fresh} bundles of this pass were re-verified by `rankcert verify` in {verify_seconds:.1f} s; "
+                       f"the other {len(rows) - fresh} rows are kept from the earlier summary.csv ({'; '.join(parts)}).  "
+                       f"{n_ok} of {len(rows)} rows say verified.")
+        else:
+            checked = (f"No new runs: all {len(rows)} rows are kept from the earlier summary.csv ({'; '.join(parts)}); "
+                       f"columns L from / U from say which pass certified each end.  {n_ok} of {len(rows)} rows say "
+                       "verified.")
         sizes = ""
     if combined:
         checked += (f"  With `--combine`, {n_combined} rows take one end from this pass and the other from the earlier "
@@ -220,6 +227,15 @@ def main():
         md.append(f"| {eps} | {len(rs)} | {sum(r['closed'] for r in rs)} | {statistics.median(r['L'] for r in rs):g} | "
                   f"{statistics.median(r['U'] for r in rs):g} | {statistics.median(ratio):.2f} | "
                   f"{statistics.median(r['U'] - r['L'] for r in rs):g} | {max(ratio):.2f} |")
+    profiles = {}
+    for r in rows:
+        key = (("group", "full512"), ("layer", r["layer"]), ("head", r["head"]), ("n", r["n"]))
+        profiles.setdefault(key, {})[float(r["eps"])] = (r["L"], r["U"])
+    md += ["", "## Lower and upper ends in eps", "",
+           "At these ranks a bracket's width says more when read in eps: the factor c at which the upper "
+           "certificates reach rank L(eps) (log-log interpolation between the three eps; `tools/eps_gap.py`, "
+           "which also gives the committed corpus's shorter texts for comparison).  c = 1 for a closed bracket.", ""]
+    md.append(eps_gap.table(profiles, [0.05, 0.1])[0])
     secs = sorted(head_seconds.values())
     md += ["", "## Time and size", "",
            f"Producer wall time per head, in the run whose bundles were verified now (for the kept rows, in theirs; three eps, one BLAS and one "

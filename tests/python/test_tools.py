@@ -134,8 +134,8 @@ class EpsGap(unittest.TestCase):
             with open(p, "w") as f:
                 f.write("layer,head,n,eps,L,U\n0,0,64,0.1,10,12\n0,0,64,0.2,8,11\n"
                         "0,1,64,0.1,10,10\n0,1,64,0.2,9,9\n")
-            text, cells = gap.table(gap.read_profiles(p, "g"), 0.1)
-            self.assertIn("| g | 64 | 2 |", text)
+            text, cells = gap.table(gap.read_profiles(p, "g"), [0.1])
+            self.assertIn("| g | 64 | 0.1 | 2 |", text)
             self.assertIn("1 of 2", text)  # L(0.1) >= U(0.2) on head 1 only
             svg_path = os.path.join(d, "gap.svg")
             gap.svg(cells, 0.1, svg_path)
