@@ -33,6 +33,7 @@ usage: /usr/bin/python3 tools/eps_gap.py CSV... [--eps E] [--svg OUT.svg] [--lab
        --svg OUT.svg: c per instance against n, one column per (group, n).
        --label CSV=NAME: the group name of that file's rows (default: its
        folder name, or the file's 'group' column if it has one).
+       --min-n N: leave out instances of fewer than N tokens.
 """
 import collections
 import csv
@@ -133,7 +134,7 @@ def table(profiles, eps_list):
 
 def svg(cells, eps0, path):
     cols = sorted(cells, key=lambda t: (t[1], t[0]))
-    W, H, left, bottom, top = 120 + 90 * len(cols), 360, 60, 60, 30
+    W, H, left, bottom, top = max(560, 120 + 90 * len(cols)), 360, 60, 60, 30
     finite = [c for v in cells.values() for c, _ in v if math.isfinite(c)]
     ymax = min(4.0, max(3.0, math.ceil(max(finite, default=2.0) * 2) / 2))
 
@@ -149,11 +150,12 @@ def svg(cells, eps0, path):
         out.append(f'<line x1="{left}" x2="{W - 20}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>'
                    f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{t:g}</text>')
         t += 0.5
+    step = (W - left - 40) / len(cols)
     for i, col in enumerate(cols):
-        x0 = left + 60 + 90 * i
+        x0 = left + step * (i + 0.5)
         vals = sorted(c for c, _ in cells[col])
         for j, (c, ex) in enumerate(cells[col]):
-            dx = ((j * 37) % 41 - 20) * 0.9
+            dx = ((j * 37) % 41 - 20) * min(0.9, step / 100)
             fill = "#fff" if ex else "#36c"
             out.append(f'<circle cx="{x0 + dx:.1f}" cy="{y(c):.1f}" r="2.5" fill="{fill}" stroke="#36c"/>')
         m = statistics.median(vals)
@@ -161,19 +163,19 @@ def svg(cells, eps0, path):
                    f'stroke-width="3"/>')
         out.append(f'<text x="{x0}" y="{H - bottom + 18}" text-anchor="middle">n = {col[1]}</text>'
                    f'<text x="{x0}" y="{H - bottom + 34}" text-anchor="middle" fill="#555">{col[0]}</text>')
-    out.append(f'<text x="{left}" y="{H - 8}" fill="#555">red: median; open circles: extrapolated beyond the '
-               f'largest eps; values above {ymax:g} drawn at {ymax:g}</text>')
+    out.append(f'<text x="{left}" y="{H - 8}" fill="#555">red: median; open: extrapolated past the largest eps; '
+               f'c > {ymax:g} drawn at {ymax:g}</text>')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
 
 
 def main(argv):
-    eps_list, svg_path, labels, paths = [0.05, 0.1], None, {}, []
+    eps_list, svg_path, labels, paths, min_n = [0.05, 0.1], None, {}, [], 0
     i = 0
     while i < len(argv):
         a = argv[i]
-        if a in ("--eps", "--svg", "--label"):
+        if a in ("--eps", "--svg", "--label", "--min-n"):
             if i + 1 >= len(argv):
                 sys.exit(f"eps_gap.py: {a} needs a value")
             v = argv[i + 1]
@@ -184,6 +186,10 @@ def main(argv):
                     sys.exit(f"eps_gap.py: --eps: not a number: {v}")
             elif a == "--svg":
                 svg_path = v
+            elif a == "--min-n":
+                if not v.isdigit():
+                    sys.exit(f"eps_gap.py: --min-n: not a count: {v}")
+                min_n = int(v)
             else:
                 if "=" not in v:
                     sys.exit(f"eps_gap.py: --label needs CSV=NAME, got {v}")
@@ -202,6 +208,7 @@ def main(argv):
         if not os.path.isfile(p):
             sys.exit(f"eps_gap.py: {p}: no such file")
         profiles.update(read_profiles(p, labels.get(os.path.abspath(p))))
+    profiles = {k: v for k, v in profiles.items() if int(dict(k)["n"]) >= min_n}
     text, cells = table(profiles, eps_list)
     if not cells:
         sys.exit(f"eps_gap.py: no instance has eps {eps_list[0]:g} and a larger eps")
