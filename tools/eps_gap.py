@@ -24,7 +24,8 @@ Also printed: the share of instances with L(eps0) >= U(2 eps0), i.e. the
 lower certificate at eps0 proves at least the rank the upper one reaches at
 twice eps0 (both ends certified; no interpolation).
 
-usage: /usr/bin/python3 tools/eps_gap.py CSV... [--eps E] [--svg OUT.svg] [--label CSV=NAME]
+usage: /usr/bin/python3 tools/eps_gap.py CSV... [--eps E[,E...]] [--svg OUT.svg] [--label CSV=NAME]
+                                           [--min-n N]
        CSV: a summary.csv of certificates/real or certificates/real/full512
        (every row; an instance is one head, text, temperature), or any CSV with columns n, eps, L, U and
        identifying columns among model, layer, head, text, temperature, group.
@@ -55,8 +56,8 @@ def eps_gap(profile, eps0):
     # Only eps >= eps0: U(eps0) >= L(eps0) always, and a plateau of U below
     # eps0 says nothing about how far the upper side is from L(eps0).
     es = [e for e in es if e >= eps0]
-    if len(es) < 2:
-        return None
+    if len(es) < 2 or profile[eps0][0] < 1 or any(profile[e][1] < 1 for e in es):
+        return None  # too few eps, or a rank 0 (nothing to read on a log scale)
     target = math.log(profile[eps0][0])
     pts = [(math.log(e), math.log(profile[e][1])) for e in es]
     if target >= pts[0][1]:

@@ -128,6 +128,11 @@ class EpsGap(unittest.TestCase):
         self.assertIsNone(gap.eps_gap({0.1: (5, 8), 0.05: (6, 9)}, 0.1))
         self.assertIsNone(gap.eps_gap({0.2: (5, 8), 0.05: (6, 9)}, 0.1))
 
+    def test_rank_zero_gives_nothing(self):
+        # A matrix instance may have L = 0 or U = 0 at a large eps: no log of 0.
+        self.assertIsNone(gap.eps_gap({0.1: (0, 3), 0.2: (0, 2)}, 0.1))
+        self.assertIsNone(gap.eps_gap({0.1: (2, 3), 0.2: (0, 0)}, 0.1))
+
     def test_table_and_csv(self):
         with tempfile.TemporaryDirectory() as d:
             p = os.path.join(d, "summary.csv")
