@@ -161,13 +161,6 @@ def main():
             head_seconds[key] = head_seconds.get(key, 0) + r["seconds"]
         rows += kept
     rows.sort(key=lambda r: (r["layer"], r["head"], float(r["eps"])))
-    cols = ["layer", "head", "n", "eps", "L", "U", "closed", "lower_kind", "upper_kind", "seconds", "verdict", "committed",
-            "L_from", "U_from"]
-    with open(os.path.join(dest, "summary.csv"), "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(cols)
-        for r in rows:
-            w.writerow([r[c] for c in cols])
     n_ok = sum(r["verdict"] == "verified" for r in rows)
     how = args[2] if len(args) > 2 else "with `rankcert bracket`'s default time budget"
     if fresh == len(rows):
@@ -235,7 +228,8 @@ def main():
            "At these ranks a bracket's width says more when read in eps: the factor c at which the upper "
            "certificates reach rank L(eps) (log-log interpolation between the three eps; `tools/eps_gap.py`, "
            "which also gives the committed corpus's shorter texts for comparison).  c = 1 for a closed bracket.", ""]
-    md.append(eps_gap.table(profiles, [0.05, 0.1])[0])
+    text, cells = eps_gap.table(profiles, [0.05, 0.1])
+    md.append(text if cells else "No head has a bracket at eps 0.05 or 0.1 and at a larger eps.")
     secs = sorted(head_seconds.values())
     md += ["", "## Time and size", "",
            f"Producer wall time per head, in the run whose bundles were verified now (for the kept rows, in theirs; three eps, one BLAS and one "
@@ -250,6 +244,15 @@ def main():
         md.append(f"| {r['layer']} | {r['head']} | {r['eps']} | {r['L']} | {r['U']} | {r['U'] / max(r['L'], 1):.2f} | "
                   f"{r['lower_kind']} | {r['upper_kind']} | {r['seconds']} | {r['verdict']} | "
                   f"{'yes' if r['committed'] else ''} | {r['L_from']} | {r['U_from']} |")
+    # Written after the committed rows were re-verified in DEST, so a missing or
+    # changed bundle shows in the CSV's verdict as it does on the page.
+    cols = ["layer", "head", "n", "eps", "L", "U", "closed", "lower_kind", "upper_kind", "seconds", "verdict", "committed",
+            "L_from", "U_from"]
+    with open(os.path.join(dest, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(cols)
+        for r in rows:
+            w.writerow([r[c] for c in cols])
     with open(os.path.join(dest, "SUMMARY.md"), "w") as f:
         f.write("\n".join(md) + "\n")
     print(f"{len(rows)} rows ({fresh} re-verified now), {n_ok} verified, {sum(r['closed'] for r in rows)} closed; verify took {verify_seconds:.1f} s")
