@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
-#   ./build.sh          install dependencies, build, verify every bundle in certificates/
-#   ./build.sh test     install dependencies, build, run the whole test suite
-#                       (then the checker's tests under ASan/UBSan: tools/sanitize.sh;
-#                       RANKCERT_SKIP_SANITIZE=1 skips that part; then libFuzzer on the
-#                       parsers, 30 s per target: tools/fuzz.sh; RANKCERT_SKIP_FUZZ=1 skips it)
-#   ./build.sh build    install dependencies and build only
+#   ./build.sh            install dependencies, build the two programs (rankcert,
+#                         rankcert-produce), verify every bundle in certificates/
+#   ./build.sh test       install dependencies, build, run the test suite (meson test:
+#                         Catch2, bundled certificates, re-checker sample, Python)
+#   ./build.sh test full  the same, then the checker's tests under ASan/UBSan
+#                         (tools/sanitize.sh) and libFuzzer on every parser of untrusted
+#                         input, 30 s per target (tools/fuzz.sh); .ci/run runs this
+#   ./build.sh build      install dependencies and build everything only
 # Dependencies come from Debian by package name (docs/dependencies.md says
 # what each one is for).  Run as root, or with sudo available.
 set -euo pipefail
@@ -47,16 +49,20 @@ build() {
   if [ ! -f build/build.ninja ]; then
     meson setup build --buildtype=release
   fi
-  ninja -C build
+  # No targets: everything (tests included).
+  ninja -C build "$@"
 }
 
 install_deps "${1:-verify}"
-build
 case "${1:-verify}" in
   verify)
+    build rankcert rankcert-produce
     build/rankcert verify certificates
     ;;
   test)
+    build
+    full=0
+    [ "${2:-}" = full ] && full=1
     set +e
     meson test -C build --print-errorlogs --num-processes 2 | tee build/test-summary.txt
     status=${PIPESTATUS[0]}
@@ -64,7 +70,7 @@ case "${1:-verify}" in
     ok=$(awk '/^Ok:/ {print $2}' build/test-summary.txt)
     bad=$(awk '/^(Fail|Timeout|Unexpected Pass):/ {s += $NF} END {print s + 0}' build/test-summary.txt)
     # The checker again under AddressSanitizer and UndefinedBehaviorSanitizer.
-    if [ "${RANKCERT_SKIP_SANITIZE:-0}" != 1 ]; then
+    if [ "$full" = 1 ] && [ "${RANKCERT_SKIP_SANITIZE:-0}" != 1 ]; then
       if tools/sanitize.sh > build/sanitize.log 2>&1; then
         ok=$((${ok:-0} + 1)); tail -1 build/sanitize.log
       else
@@ -72,7 +78,7 @@ case "${1:-verify}" in
       fi
     fi
     # The parsers under libFuzzer, 30 s per target (tools/fuzz.sh).
-    if [ "${RANKCERT_SKIP_FUZZ:-0}" != 1 ]; then
+    if [ "$full" = 1 ] && [ "${RANKCERT_SKIP_FUZZ:-0}" != 1 ]; then
       if tools/fuzz.sh "${RANKCERT_FUZZ_SECONDS:-30}" > build/fuzz.log 2>&1; then
         ok=$((${ok:-0} + 1)); tail -4 build/fuzz.log
       else
@@ -83,9 +89,10 @@ case "${1:-verify}" in
     exit "$status"
     ;;
   build)
+    build
     ;;
   *)
-    echo "usage: ./build.sh [verify|test|build]" >&2
+    echo "usage: ./build.sh [verify|test [full]|build]" >&2
     exit 3
     ;;
 esac

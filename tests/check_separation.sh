@@ -6,7 +6,7 @@
 set -eu
 root=$1 lib=$2 exe=$3
 status=0
-allowed='^(rankcert/(exact|input|array|bundle|certificate|enclose|check|kinds|result|exit|fast|sweep|profile)\.hpp|(\.\./)?(ldl|rows|interaction)\.hpp|(cert/)?(common|units|combination|zonal)\.hpp|flint/.*|arb\.h|arf\.h|mag\.h|arb_mat\.h|gmp\.h|mpfr\.h|nlohmann/json\.hpp|openssl/evp\.h|CLI/CLI\.hpp|unistd\.h|[a-z_]+)$'
+allowed='^(rankcert/(exact|input|array|bundle|certificate|enclose|check|kinds|result|exit|fast|sweep|profile|paths)\.hpp|(\.\./)?(ldl|rows|interaction)\.hpp|(cert/)?(common|units|combination|zonal)\.hpp|flint/.*|arb\.h|arf\.h|mag\.h|arb_mat\.h|gmp\.h|mpfr\.h|nlohmann/json\.hpp|openssl/evp\.h|CLI/CLI\.hpp|unistd\.h|[a-z_]+)$'
 for f in "$root"/src/checker/*.cpp "$root"/src/checker/*.hpp "$root"/src/checker/cert/*.cpp "$root"/src/checker/cert/*.hpp "$root"/src/cli/main.cpp "$root"/include/rankcert/*.hpp; do
   grep -ho '#include [<"][^>"]*[>"]' "$f" | sed 's/#include [<"]\(.*\)[>"]/\1/' | while read -r inc; do
     if ! echo "$inc" | grep -Eq "$allowed"; then

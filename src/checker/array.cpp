@@ -5,6 +5,7 @@
 // number the file holds.  Sidecars are read once, hashed (SHA-256 via
 // OpenSSL's libcrypto) and compared with the declared digest before use.
 #include "rankcert/array.hpp"
+#include "rankcert/paths.hpp"
 
 #include <openssl/evp.h>
 
@@ -271,21 +272,11 @@ const ArrayLoader::File& ArrayLoader::sidecar(const json& j, const std::string& 
     const Where wk = w.key(key);
     std::string rel = require_string(j, key, w);
     if (rel.empty()) throw InputError(wk, "empty sidecar path");
-    fs::path rp(rel);
-    if (rp.is_absolute() || rel[0] == '/') throw InputError(wk, "sidecar path \"" + rel + "\" is absolute");
-    for (const auto& part : rp)
-        if (part == "..") throw InputError(wk, "sidecar path \"" + rel + "\" leaves the bundle's folder");
     std::string want = require_string(j, "sha256", w);
     auto it = files_.find(rel);
     if (it == files_.end()) {
         std::error_code ec;
-        fs::path full = dir_ / rp;
-        fs::path canon = fs::weakly_canonical(full, ec);
-        fs::path base = fs::weakly_canonical(dir_, ec);
-        if (ec) throw InputError(wk, "cannot resolve sidecar \"" + rel + "\"");
-        auto b = base.native(), c = canon.native();
-        if (c.compare(0, b.size(), b) != 0 || (c.size() > b.size() && c[b.size()] != '/'))
-            throw InputError(wk, "sidecar \"" + rel + "\" resolves outside the bundle's folder");
+        const fs::path canon = confined(dir_, rel, wk, "the bundle's folder");
         if (!fs::is_regular_file(canon, ec)) throw InputError(wk, "sidecar \"" + rel + "\" is not a readable file");
         auto size = fs::file_size(canon, ec);
         if (ec) throw InputError(wk, "cannot read sidecar \"" + rel + "\"");

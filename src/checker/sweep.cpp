@@ -5,6 +5,7 @@
 // exact least-squares slope of the listed (certified) numbers, computed with
 // Arb balls (logarithms of exact rationals and integers).
 #include "rankcert/sweep.hpp"
+#include "rankcert/paths.hpp"
 
 namespace rankcert {
 
@@ -49,19 +50,8 @@ SweepReport verify_sweep(const json& doc, const fs::path& dir, const std::string
         const Where wp = w.key("points").index(i);
         const json& p = points[i];
         const std::string rel = require_string(p, "bundle", wp);
-        fs::path rp(rel);
-        if (rp.is_absolute()) throw InputError(wp.key("bundle"), "must be relative to the sweep's folder");
-        for (const auto& part : rp)
-            if (part == "..") throw InputError(wp.key("bundle"), "leaves the sweep's folder");
-        {
-            // Also through symlinks: the resolved bundle must lie inside the sweep's folder.
-            std::error_code ec;
-            const fs::path base = fs::weakly_canonical(fs::absolute(dir.empty() ? fs::path(".") : dir), ec);
-            const fs::path canon = fs::weakly_canonical(fs::absolute(dir / rp), ec);
-            const auto b = base.native(), c = canon.native();
-            if (ec || c.compare(0, b.size(), b) != 0 || (c.size() > b.size() && c[b.size()] != '/'))
-                throw InputError(wp.key("bundle"), "resolves outside the sweep's folder");
-        }
+        const fs::path rp(rel);
+        confined(dir, rel, wp.key("bundle"), "the sweep's folder");
         params.push_back(parse_rational(require(p, param, wp), wp.key(param)));
         if (params.back().sign() <= 0) throw InputError(wp.key(param), "must be positive");
         const auto stated_L = parse_index(require(p, "L", wp), wp.key("L"));

@@ -9,6 +9,7 @@
 #include "rankcert/producer/profile.hpp"
 #include "rankcert/producer/tensor.hpp"
 #include "rankcert/exit.hpp"
+#include "rankcert/paths.hpp"
 #include "rankcert/profile.hpp"
 #include "rankcert/result.hpp"
 
@@ -38,8 +39,10 @@ using namespace rankcert::producer;
 // InputError -> one line, exit 3; anything else -> internal error, exit 4.
 int run_command(CLI::App& app, int argc, char** argv, const std::string& name, const std::function<int()>& body);
 
-// Copy the sidecars an instance refers to into the output folder.
-void copy_sidecars(const json& inst, const std::filesystem::path& from, const std::filesystem::path& to);
+// --time-budget and the like: a finite number of seconds in [0, 1e6].
+CLI::Validator seconds_check();
+// Create the output folder, or say in one line why it cannot be used.
+void ensure_output_folder(const std::string& out, const std::string& option);
 // "a,b,c" -> {"a", "b", "c"}
 std::vector<std::string> split(const std::string& s);
 

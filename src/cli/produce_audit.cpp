@@ -3,6 +3,8 @@
 
 #include <atomic>
 #include <csignal>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <cstdlib>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -30,12 +32,40 @@ void write_atomic(const fs::path& path, const std::string& text) {
     fs::rename(tmp, path);
 }
 
-json read_json(const fs::path& p) {
-    std::ifstream in(p);
+// A result written by an earlier run (or by another machine, for merge):
+// checked for shape; null when it is damaged or not a result (resume
+// decides such a claim again).
+json read_result_or_null(const fs::path& p) {
     try {
-        return json::parse(in);
-    } catch (const json::exception&) {
+        return read_result(p);
+    } catch (const InputError&) {
         return json();
+    }
+}
+
+// One audit at a time per folder: an exclusive lock on DIR/.lock, held until
+// the process exits.  A second run on the same folder stops with one line.
+void lock_audit_folder(const fs::path& dir) {
+    const fs::path lp = dir / ".lock";
+    const int fd = ::open(lp.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) throw InputError(lp.string() + ": cannot open the audit folder's lock file");
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0)
+        throw InputError(dir.string() + ": another rankcert audit is writing to this folder (wait for it, or use another -o)");
+    // fd stays open (and locked) until exit; worker processes inherit it.
+}
+
+// Copy a shard's claim folder: regular files only, each confined to both
+// folders (a symlink in a shard is refused, never followed).
+void copy_claim_folder(const fs::path& from, const fs::path& to, const std::string& shard) {
+    std::error_code ec;
+    if (fs::is_symlink(from, ec)) throw InputError(from.string() + ": a symlink, not a claim folder");
+    for (auto it = fs::recursive_directory_iterator(from); it != fs::recursive_directory_iterator(); ++it) {
+        const fs::path rel = it->path().lexically_relative(from);
+        const Where w{shard, "claims/" + from.filename().string() + "/" + rel.generic_string()};
+        if (it->is_symlink()) throw InputError(w, "is a symlink (refused)");
+        if (it->is_directory()) continue;
+        if (!it->is_regular_file()) throw InputError(w, "is not a regular file");
+        copy_confined(from, to, rel.generic_string(), w);
     }
 }
 
@@ -54,28 +84,27 @@ int merge_main(int argc, char** argv) {
     return run_command(app, argc, argv, "rankcert audit merge", [&]() -> int {
         fs::create_directories(fs::path(out) / "results");
         fs::create_directories(fs::path(out) / "claims");
+        lock_audit_folder(out);
         int copied = 0;
         for (const auto& src : sources) {
             const fs::path rd = fs::path(src) / "results";
-            if (!fs::is_directory(rd)) throw InputError(src + ": not an audit folder (no results/)");
+            if (std::error_code ec; !fs::is_directory(rd, ec)) throw InputError(src + ": not an audit folder (no results/)");
             std::error_code ec;
             if (fs::equivalent(src, out, ec)) continue;
             for (const auto& e : fs::directory_iterator(rd)) {
                 if (e.path().extension() != ".json" || e.path().filename().string()[0] == '.') continue;
-                const json r = read_json(e.path());
-                if (r.is_null() || !r.contains("id")) throw InputError(e.path().string() + ": not a claim result");
+                const json r = read_result(e.path());  // the id is valid and names this file
                 const std::string id = r["id"];
-                const fs::path dst = fs::path(out) / "results" / e.path().filename();
-                if (fs::exists(dst)) {
-                    const json old = read_json(dst);
+                const fs::path dst = fs::path(out) / "results" / (id + ".json");
+                if (path_exists(dst)) {
+                    const json old = read_result(dst);
                     if (old.value("verdict", "") != r.value("verdict", "") || old.value("lower", 0) != r.value("lower", 0) ||
                         old.value("upper", 0) != r.value("upper", 0))
                         throw InputError(e.path().string() + ": claim " + id + " has a different result in " + dst.string());
                     continue;
                 }
-                if (fs::exists(fs::path(src) / "claims" / id))
-                    fs::copy(fs::path(src) / "claims" / id, fs::path(out) / "claims" / id,
-                             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+                if (path_exists(fs::path(src) / "claims" / id))
+                    copy_claim_folder(fs::path(src) / "claims" / id, fs::path(out) / "claims" / id, src);
                 write_atomic(dst, r.dump(1) + "\n");
                 ++copied;
             }
@@ -135,17 +164,20 @@ int audit_main(int argc, char** argv) {
         const auto rows = read_claims(claims);
         const fs::path rdir = fs::path(out) / "results";
         fs::create_directories(rdir);
+        lock_audit_folder(out);
         std::vector<std::size_t> todo;
         std::size_t skipped = 0;
         for (std::size_t i = 0; i < rows.size(); ++i) {
             if (i % sn != si) continue;
             const fs::path rp = rdir / (rows[i].id + ".json");
-            if (fs::exists(rp)) {
-                const json old = read_json(rp);
+            if (path_exists(rp)) {
+                const json old = read_result_or_null(rp);
                 if (!old.is_null() && old.value("verdict", "error") != "error") {
                     ++skipped;
                     continue;
                 }
+                if (std::error_code ec; fs::is_symlink(rp, ec) || !fs::is_regular_file(rp, ec))
+                    throw InputError(rp.string() + ": not a result file (remove it and rerun)");
                 fs::remove(rp);
             }
             todo.push_back(i);
@@ -177,8 +209,9 @@ int audit_main(int argc, char** argv) {
         std::set<std::size_t> seen;
         auto poll = [&](bool final) {
             for (std::size_t i : todo) {
-                if (seen.count(i) || !fs::exists(rdir / (rows[i].id + ".json"))) continue;
-                const json r = read_json(rdir / (rows[i].id + ".json"));
+                if (seen.count(i) || !path_exists(rdir / (rows[i].id + ".json"))) continue;
+                const json r = read_result_or_null(rdir / (rows[i].id + ".json"));
+                if (r.is_null()) continue;  // not yet complete
                 seen.insert(i);
                 const std::string v = r.value("verdict", "error");
                 counts[v] = counts.value(v, 0) + 1;
@@ -263,7 +296,8 @@ int report_main(int argc, char** argv) {
     app.add_option("dir", dir, "Audit folder (written by rankcert audit)")->required();
     app.add_option("-o,--out", out, "HTML file (default DIR/report.html)");
     return run_command(app, argc, argv, "rankcert report", [&]() -> int {
-        if (!fs::is_directory(fs::path(dir) / "results")) throw InputError(dir + ": not an audit folder (no results/)");
+        if (std::error_code ec; !fs::is_directory(fs::path(dir) / "results", ec)) throw InputError(dir + ": not an audit folder (no results/)");
+        lock_audit_folder(dir);
         if (out.empty()) out = (fs::path(dir) / "report.html").string();
         const json doc = collect_audit(dir, RANKCERT_VERSION);
         write_atomic(fs::path(dir) / "audit.json", dump_document(doc, 1) + "\n");

@@ -171,9 +171,9 @@ int bracket_main(int argc, char** argv) {
     app.add_option("--time-budget", time_budget,
                    "Seconds for the whole run (default: 20 per eps at 512 tokens, growing like the token count, "
                    "at most 450); the first bracket at every eps is always completed")
-        ->check(CLI::NonNegativeNumber);
+        ->check(seconds_check());
     app.add_option("--eps-budget", eps_budget, "At most this many seconds of factor search per eps")
-        ->check(CLI::NonNegativeNumber);
+        ->check(seconds_check());
     bool no_interpolative = false;
     app.add_flag("--no-interpolative", no_interpolative, "Skip the greedy row-interpolative search (small instances)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
@@ -190,7 +190,7 @@ int bracket_main(int argc, char** argv) {
     return run_command(app, argc, argv, "rankcert bracket", [&]() -> int {
         const int sources = !instance.empty() + !q.empty() + !logits.empty() + !matrix.empty();
         if (sources != 1) throw InputError("rankcert bracket: give exactly one of --instance, --q/--k, --logits, --matrix");
-        fs::create_directories(out);
+        ensure_output_folder(out, "--out");
         BracketOptions opt;
         opt.eps = parse_eps_list(eps_text);
         opt.out_dir = out;
@@ -223,7 +223,7 @@ int bracket_main(int argc, char** argv) {
             json doc = read_document(instance, instance);
             inst = doc.contains("instance") ? doc["instance"] : doc;
             if (doc.contains("provenance") && provenance.empty()) opt.provenance = doc["provenance"];
-            copy_sidecars(inst, fs::path(instance).parent_path(), out);
+            copy_instance_sidecars(inst, fs::path(instance).parent_path(), out, instance);
             if (stem.empty()) {
                 // A bundle's file is named after its eps (NAME-eps0.1.json):
                 // the new bundles get NAME-epsE.json, not NAME-eps0.1-epsE.json.

@@ -25,6 +25,7 @@ std::vector<int> parse_tokens(const std::string& text, const std::string& where)
         const std::string item = text.substr(p, e - p);
         if (item == "-" || item.size() > 9) throw InputError(where + ": \"" + item.substr(0, 12) + "\" is not a token id");
         out.push_back(std::stoi(item));
+        if (out.back() < 0) throw InputError(where + ": token id " + item + " is negative");
         p = e;
     }
     for (char ch : text)
@@ -136,7 +137,7 @@ int extract_main(int argc, char** argv) {
         if (!hf.empty()) {
             prov["model_type"] = family;
             for (const char* f : {"config.json", "model.safetensors"})
-                if (fs::exists(fs::path(hf) / f)) prov[std::string(f) + "_sha256"] = file_sha((fs::path(hf) / f).string());
+                if (path_exists(fs::path(hf) / f)) prov[std::string(f) + "_sha256"] = file_sha((fs::path(hf) / f).string());
         } else {
             prov["checkpoint_sha256"] = file_sha(checkpoint);
         }

@@ -22,7 +22,7 @@ int profile_main(int argc, char** argv) {
         fs::create_directories(out);
         json doc = read_document(instance, instance);
         json inst = doc.contains("instance") ? doc["instance"] : doc;
-        copy_sidecars(inst, fs::path(instance).parent_path(), out);
+        copy_instance_sidecars(inst, fs::path(instance).parent_path(), out, instance);
         if (!temperature.empty()) {
             if (inst.value("kind", "") != "qk") throw InputError("rankcert profile: --temperature applies to qk instances");
             inst["temperature"] = temperature;

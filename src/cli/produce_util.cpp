@@ -3,22 +3,30 @@
 
 namespace rankcert::cli {
 
-// Copy the sidecars an instance refers to into the output folder.
-void copy_sidecars(const json& inst, const fs::path& from, const fs::path& to) {
-    for (const char* key : {"q", "k", "key_bias", "mask", "logits", "a"}) {
-        if (!inst.contains(key) || !inst[key].is_object()) continue;
-        for (const char* f : {"npy", "safetensors"}) {
-            if (!inst[key].contains(f)) continue;
-            const fs::path src = from / inst[key][f].get<std::string>();
-            const fs::path dst = to / inst[key][f].get<std::string>();
-            std::error_code ec;
-            if (fs::equivalent(src, dst, ec)) continue;
-            fs::create_directories(dst.parent_path());
-            fs::copy_file(src, dst, fs::copy_options::overwrite_existing);
-        }
-    }
+CLI::Validator seconds_check() {
+    return CLI::Validator(
+        [](std::string& v) -> std::string {
+            double x = 0;
+            try {
+                std::size_t used = 0;
+                x = std::stod(v, &used);
+                if (used != v.size()) return "\"" + v.substr(0, 20) + "\" is not a number of seconds";
+            } catch (const std::exception&) {
+                return "\"" + v.substr(0, 20) + "\" is not a number of seconds";
+            }
+            if (!(x >= 0 && x <= 1e6)) return "\"" + v.substr(0, 20) + "\" must be between 0 and 1e6 seconds";
+            return "";
+        },
+        "SECONDS");
 }
 
+void ensure_output_folder(const std::string& out, const std::string& option) {
+    std::error_code ec;
+    if (fs::exists(out, ec) && !fs::is_directory(out, ec)) throw InputError(option + ": " + out + " exists and is not a folder");
+    fs::create_directories(out, ec);
+    if (ec) throw InputError(option + ": cannot create the folder " + out + ": " + ec.message());
+    if (::access(out.c_str(), W_OK | X_OK) != 0) throw InputError(option + ": cannot write in " + out);
+}
 
 std::vector<std::string> split(const std::string& s) {
     std::vector<std::string> out;

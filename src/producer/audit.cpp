@@ -3,6 +3,7 @@
 
 #include "rankcert/bundle.hpp"
 #include "rankcert/check.hpp"
+#include "rankcert/paths.hpp"
 #include "rankcert/producer/bracket.hpp"
 #include "rankcert/producer/llama2.hpp"
 #include "rankcert/producer/tensor.hpp"
@@ -21,94 +22,6 @@ namespace rankcert::producer {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string trim(std::string s) {
-    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-    std::size_t a = 0;
-    while (a < s.size() && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
-    return s.substr(a);
-}
-
-// Printable, one line, at most 80 characters: for echoing input in messages.
-std::string shown(const std::string& s) {
-    std::string out;
-    for (unsigned char c : s) {
-        if (out.size() >= 80) return out + "...";
-        out += (c < 0x20 || c == 0x7f) ? '?' : static_cast<char>(c);
-    }
-    return out;
-}
-
-// RFC 4180 records: fields separated by commas, optionally double-quoted
-// ("" inside quotes is a quote).  Returns the records with their first line.
-std::vector<std::pair<std::size_t, std::vector<std::string>>> csv_records(const std::string& text, const std::string& file) {
-    std::vector<std::pair<std::size_t, std::vector<std::string>>> out;
-    std::vector<std::string> rec;
-    std::string field;
-    bool quoted = false, any = false;
-    std::size_t line = 1, start = 1;
-    for (std::size_t i = 0; i <= text.size(); ++i) {
-        const char c = i < text.size() ? text[i] : '\n';
-        if (quoted) {
-            if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') field += '"', ++i;
-            else if (c == '"') quoted = false;
-            else {
-                if (c == '\n') ++line;
-                field += c;
-            }
-            if (i == text.size()) throw InputError(file + ":" + std::to_string(start) + ": unterminated quoted field");
-            continue;
-        }
-        if (c == '"' && trim(field).empty()) {
-            quoted = any = true;
-            field.clear();
-        } else if (c == ',') {
-            rec.push_back(trim(field));
-            field.clear();
-            any = true;
-        } else if (c == '\n') {
-            rec.push_back(trim(field));
-            field.clear();
-            if (any || !rec.back().empty()) out.emplace_back(start, rec);
-            rec.clear();
-            any = false;
-            start = ++line;
-        } else if (c != '\r') {
-            field += c;
-            any = true;
-        }
-    }
-    return out;
-}
-
-bool valid_id(const std::string& s) {
-    if (s.empty() || s.size() > 100 || s[0] == '.') return false;
-    for (unsigned char c : s)
-        if (!std::isalnum(c) && c != '.' && c != '_' && c != '-') return false;
-    return true;
-}
-
-std::uint64_t parse_count(const std::string& s, const std::string& what) {
-    const std::string t = trim(s);
-    if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos)
-        throw InputError(what + ": \"" + shown(t) + "\" is not a non-negative integer");
-    return std::stoull(t);
-}
-
-void copy_instance_sidecars(const json& inst, const fs::path& from, const fs::path& to) {
-    for (const char* key : {"q", "k", "key_bias", "mask", "logits", "a"}) {
-        if (!inst.contains(key) || !inst[key].is_object()) continue;
-        for (const char* f : {"npy", "safetensors"}) {
-            if (!inst[key].contains(f) || !inst[key][f].is_string()) continue;
-            const std::string rel = inst[key][f].get<std::string>();
-            if (fs::path(rel).is_absolute() || rel.find("..") != std::string::npos)
-                throw InputError(std::string("instance.") + key + ": sidecar path must stay inside the instance's folder");
-            const fs::path dst = to / rel;
-            fs::create_directories(dst.parent_path());
-            fs::copy_file(from / rel, dst, fs::copy_options::overwrite_existing);
-        }
-    }
-}
 
 // llama2.c models and their forward passes, kept for the claims that follow.
 struct ModelCache {
@@ -137,7 +50,7 @@ json extract_instance(const std::map<std::string, std::string>& f, const fs::pat
     Llama2Model& m = *cache.models[ck];
     const auto& c = m.config();
     if (!cache.tokenizers.count(tk)) cache.tokenizers[tk] = std::make_shared<Llama2Tokenizer>(tk, c.vocab_size);
-    const std::uint64_t layer = parse_count(get("layer"), "layer"), head = parse_count(get("head"), "head");
+    const std::uint64_t layer = parse_claim_count(get("layer"), "layer"), head = parse_claim_count(get("head"), "head");
     if (layer >= static_cast<std::uint64_t>(c.n_layers)) throw InputError("layer: " + std::to_string(layer) + " out of range (the model has " + std::to_string(c.n_layers) + ")");
     if (head >= static_cast<std::uint64_t>(c.n_heads)) throw InputError("head: " + std::to_string(head) + " out of range (the model has " + std::to_string(c.n_heads) + ")");
     const std::string key = ck + "\n" + text;
@@ -178,7 +91,7 @@ json claim_instance(const std::map<std::string, std::string>& f, const fs::path&
         json doc = read_document(p, p.string());
         json inst = doc.contains("instance") ? doc["instance"] : doc;
         if (!inst.is_object()) throw InputError(p.string() + ": no instance object");
-        copy_instance_sidecars(inst, p.parent_path(), dir);
+        copy_instance_sidecars(inst, p.parent_path(), dir, p.string());
         return inst;
     }
     if (has("checkpoint")) return extract_instance(f, base, dir, id);
@@ -189,7 +102,7 @@ json claim_instance(const std::map<std::string, std::string>& f, const fs::path&
                  {"q", exact_array_json(tensor("q"), dir.string(), id + ".q.npy")},
                  {"k", exact_array_json(tensor("k"), dir.string(), id + ".k.npy")}};
     const std::string sc = f.at("scale");
-    if (sc.rfind("rsqrt:", 0) == 0) inst["scale"] = {{"rsqrt", parse_count(sc.substr(6), "scale")}};
+    if (sc.rfind("rsqrt:", 0) == 0) inst["scale"] = {{"rsqrt", parse_claim_count(sc.substr(6), "scale")}};
     else inst["scale"] = sc;
     if (has("temperature")) inst["temperature"] = f.at("temperature");
     if (has("key_bias")) inst["key_bias"] = exact_array_json(tensor("key_bias"), dir.string(), id + ".key_bias.npy");
@@ -205,116 +118,6 @@ std::string rel(const fs::path& p, const std::string& root) { return fs::relativ
 
 }  // namespace
 
-std::vector<ClaimRow> read_claims(const std::string& path) {
-    const std::string text = read_file_bytes(path);
-    if (text.size() > (std::size_t{256} << 20)) throw InputError(path + ": claims file larger than 256 MiB");
-    const std::string ext = fs::path(path).extension().string();
-    std::vector<ClaimRow> rows;
-    if (ext == ".jsonl" || ext == ".json" || ext == ".ndjson") {
-        std::size_t line = 0, p = 0;
-        while (p < text.size()) {
-            std::size_t e = text.find('\n', p);
-            if (e == std::string::npos) e = text.size();
-            const std::string s = trim(text.substr(p, e - p));
-            ++line;
-            p = e + 1;
-            if (s.empty()) continue;
-            ClaimRow r;
-            r.row = line;
-            try {
-                const json j = json::parse(s);
-                if (!j.is_object()) throw InputError("not a JSON object");
-                for (auto it = j.begin(); it != j.end(); ++it) {
-                    if (it.value().is_string()) r.f[it.key()] = it.value().get<std::string>();
-                    else if (it.value().is_number() || it.value().is_boolean()) r.f[it.key()] = it.value().dump();
-                    else if (!it.value().is_null()) throw InputError(it.key() + ": must be a string or a number");
-                }
-            } catch (const json::exception&) {
-                r.error = "not valid JSON";
-            } catch (const InputError& e) {
-                r.error = e.what();
-            }
-            rows.push_back(std::move(r));
-        }
-    } else {
-        auto recs = csv_records(text, path);
-        if (recs.empty()) throw InputError(path + ": no header row");
-        std::vector<std::string> header = recs[0].second;
-        for (auto& h : header) std::transform(h.begin(), h.end(), h.begin(), [](unsigned char c) { return std::tolower(c); });
-        if (std::find(header.begin(), header.end(), "eps") == header.end() || std::find(header.begin(), header.end(), "claim") == header.end())
-            throw InputError(path + ": header: needs columns eps and claim (found " + shown(recs[0].second.empty() ? "" : recs[0].second[0]) + ", ...)");
-        for (std::size_t i = 1; i < recs.size(); ++i) {
-            ClaimRow r;
-            r.row = recs[i].first;
-            if (recs[i].second.size() != header.size())
-                r.error = std::to_string(recs[i].second.size()) + " fields, the header has " + std::to_string(header.size());
-            else
-                for (std::size_t c = 0; c < header.size(); ++c)
-                    if (!recs[i].second[c].empty()) r.f[header[c]] = recs[i].second[c];
-            rows.push_back(std::move(r));
-        }
-    }
-    std::set<std::string> seen;
-    for (auto& r : rows) {
-        r.id = r.f.count("id") ? r.f["id"] : "row" + std::to_string(r.row);
-        if (!valid_id(r.id)) {
-            if (r.error.empty()) r.error = "id: \"" + shown(r.id) + "\" must be 1-100 letters, digits, '.', '_' or '-'";
-            r.id = "row" + std::to_string(r.row);
-        }
-        if (!seen.insert(r.id).second) {
-            if (r.error.empty()) r.error = "id: \"" + r.id + "\" repeats an earlier row";
-            r.id = "row" + std::to_string(r.row) + "-dup";
-        }
-        if (r.error.empty()) {
-            if (!r.f.count("eps")) r.error = "eps: missing";
-            else if (!r.f.count("claim")) r.error = "claim: missing";
-        }
-    }
-    return rows;
-}
-
-Claim parse_claim(const std::string& text) {
-    Claim c;
-    c.text = trim(text);
-    std::string s = c.text;
-    for (const char* w : {"rank", "r_eps", "r"})
-        if (s.rfind(w, 0) == 0 && s.size() > std::strlen(w) && !std::isalnum(static_cast<unsigned char>(s[std::strlen(w)]))) {
-            s = trim(s.substr(std::strlen(w)));
-            break;
-        }
-    auto bad = [&]() { return InputError("claim: \"" + shown(c.text) + "\" is not one of <= k, >= k, = k, [a, b]"); };
-    if (s.empty()) throw bad();
-    if (s.front() == '[') {
-        const auto comma = s.find(',');
-        if (comma == std::string::npos || s.back() != ']') throw bad();
-        c.lower = parse_count(s.substr(1, comma - 1), "claim");
-        c.upper = parse_count(s.substr(comma + 1, s.size() - comma - 2), "claim");
-        if (*c.lower > *c.upper) throw InputError("claim: [" + std::to_string(*c.lower) + ", " + std::to_string(*c.upper) + "] is empty");
-        return c;
-    }
-    auto num = [&](std::size_t skip) {
-        const std::string t = trim(s.substr(skip));
-        if (t.empty() || t.size() > 12 || t.find_first_not_of("0123456789") != std::string::npos) throw bad();
-        return std::stoull(t);
-    };
-    if (s.rfind("<=", 0) == 0) c.upper = num(2);
-    else if (s.rfind("\xe2\x89\xa4", 0) == 0) c.upper = num(3);  // ≤
-    else if (s.rfind(">=", 0) == 0) c.lower = num(2);
-    else if (s.rfind("\xe2\x89\xa5", 0) == 0) c.lower = num(3);  // ≥
-    else if (s.rfind("==", 0) == 0) c.lower = c.upper = num(2);
-    else if (s.front() == '=') c.lower = c.upper = num(1);
-    else if (std::isdigit(static_cast<unsigned char>(s.front()))) c.lower = c.upper = num(0);
-    else throw bad();
-    return c;
-}
-
-std::string decide_claim(const Claim& c, std::uint64_t L, std::uint64_t U) {
-    const std::uint64_t lo = c.lower.value_or(0), hi = c.upper.value_or(UINT64_MAX);
-    if (L >= lo && U <= hi) return "confirmed";
-    if (U < lo || L > hi) return "refuted";
-    return "open";
-}
-
 json run_claim(const ClaimRow& row, const AuditOptions& opt) {
     const auto start = std::chrono::steady_clock::now();
     json r = {{"id", row.id}, {"line", row.row}};
@@ -325,7 +128,7 @@ json run_claim(const ClaimRow& row, const AuditOptions& opt) {
     };
     try {
         if (!row.error.empty()) throw InputError(row.error);
-        const auto eps_list = parse_eps_list(row.f.at("eps"));
+        const auto eps_list = parse_eps_list(row.f.at("eps"), "eps");
         if (eps_list.size() != 1) throw InputError("eps: one value per claim");
         const EpsValue& eps = eps_list[0];
         const Claim claim = parse_claim(row.f.at("claim"));
@@ -429,14 +232,10 @@ json run_claim(const ClaimRow& row, const AuditOptions& opt) {
 json collect_audit(const std::string& dir, const std::string& tool_version) {
     std::vector<json> claims;
     const fs::path rd = fs::path(dir) / "results";
-    if (fs::exists(rd))
+    if (path_exists(rd))
         for (const auto& e : fs::directory_iterator(rd)) {
             if (e.path().extension() != ".json" || e.path().filename().string()[0] == '.') continue;
-            try {
-                claims.push_back(json::parse(read_file_bytes(e.path().string())));
-            } catch (const json::exception&) {
-                throw InputError(e.path().string() + ": not valid JSON (a damaged result; delete it and rerun the audit)");
-            }
+            claims.push_back(read_result(e.path()));
         }
     std::sort(claims.begin(), claims.end(), [](const json& a, const json& b) {
         return std::make_pair(a.value("line", 0), a.value("id", "")) < std::make_pair(b.value("line", 0), b.value("id", ""));

@@ -27,7 +27,7 @@ namespace rankcert::producer {
 
 namespace fs = std::filesystem;
 
-std::vector<EpsValue> parse_eps_list(const std::string& text) {
+std::vector<EpsValue> parse_eps_list(const std::string& text, const std::string& field) {
     std::vector<EpsValue> out;
     std::size_t p = 0;
     while (p <= text.size()) {
@@ -37,14 +37,15 @@ std::vector<EpsValue> parse_eps_list(const std::string& text) {
         if (!item.empty()) {
             EpsValue e;
             e.text = item;
-            e.exact = parse_rational_text(item, {"--eps", item});
-            if (e.exact.sign() < 0) throw InputError("--eps: " + item + ": must be >= 0");
+            e.exact = parse_rational_text(item, {field, item});
+            if (e.exact.sign() < 0) throw InputError(field + ": " + item + ": must be >= 0");
+            if (out.size() == max_eps_values) throw InputError(field + ": more than " + std::to_string(max_eps_values) + " values");
             e.approx = fmpq_get_d(e.exact.get());
             out.push_back(e);
         }
         p = q + 1;
     }
-    if (out.empty()) throw InputError("--eps: no value given");
+    if (out.empty()) throw InputError(field + ": no value given");
     return out;
 }
 
@@ -114,7 +115,7 @@ Matrix read_tensor(const std::string& spec, bool allow_neg_inf) {
     }
     const std::string &path = t.path, &name = t.name;
     const fs::path p(path);
-    if (!fs::exists(p)) throw InputError(path + ": no such file");
+    if (!path_exists(p)) throw InputError(path + ": no such file");
     const std::string ext = p.extension().string();
     if (ext == ".npz") {
         if (name.empty()) throw InputError(path + ": name the array: " + path + ":NAME");
@@ -123,6 +124,7 @@ Matrix read_tensor(const std::string& spec, bool allow_neg_inf) {
     if (ext == ".safetensors") {
         if (name.empty()) throw InputError(path + ": name the tensor: " + path + ":NAME");
         const std::string bytes = read_file(p);
+        safetensors_index(bytes, path);  // the whole header checked once: entries well formed, none overlapping
         ArrayLoader L(p.parent_path(), path);
         json ref = {{"safetensors", p.filename().string()}, {"tensor", name}, {"sha256", sha256_hex(bytes)}};
         return L.load(ref, {path, name}, allow_neg_inf);
@@ -156,6 +158,9 @@ json exact_array_json(const Matrix& m, const std::string& dir, const std::string
 }
 
 namespace {
+
+// The kind of a certificate, "" for none (a trivial bound is held as null).
+std::string kind_of(const json& cert) { return cert.is_object() ? cert.value("kind", "") : ""; }
 
 struct Checked {
     Verdict verdict = Verdict::undecided;
@@ -601,7 +606,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         EpsState& st = states[a];
         if (!(eps.approx < row_mass) || st.L >= st.U) continue;
         const std::uint64_t before = st.L;
-        if (opt.lp && st.lower.value("kind", "") == "neumann" && st.L <= lopt.lp_max_rows) {
+        if (opt.lp && kind_of(st.lower) == "neumann" && st.L <= lopt.lp_max_rows) {
             status(a, "neumann LP growth");
             NeumannCandidate start;
             start.rows = st.lower["rows"].get<std::vector<std::size_t>>();
@@ -615,7 +620,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 if (offer_lower(a, cj, nc.rows.size(), "neumann")) st.nc = std::move(nc);
             }
         }
-        if (st.lower.value("kind", "") == "neumann" && st.L < st.U && !total.expired()) {
+        if (kind_of(st.lower) == "neumann" && st.L < st.U && !total.expired()) {
             // Half of this eps's share of the time left: R over all keys by
             // smooth minimax, rows admitted in causal order.
             // One pass without the LP: its repeated passes take the whole
@@ -705,7 +710,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             UpperSearch greedy(A, go);
             status(a, "interpolative greedy");
             std::vector<std::size_t> seed;
-            if (st.lower.value("kind", "") == "neumann") seed = st.lower["rows"].get<std::vector<std::size_t>>();
+            if (kind_of(st.lower) == "neumann") seed = st.lower["rows"].get<std::vector<std::size_t>>();
             bool better = false;
             for (const auto& s : {seed, std::vector<std::size_t>{}}) {
                 RowInterpCandidate gi = greedy.greedy_row_interpolative(target_of(a), s);
@@ -734,7 +739,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         for (std::size_t a = 0; a < E && opt.search && !opt.upper_focus && total.left() > 1; ++a) {
             const auto t0 = std::chrono::steady_clock::now();
             EpsState& st = states[a];
-            if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || st.lower.value("kind", "") != "neumann") continue;
+            if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || kind_of(st.lower) != "neumann") continue;
             if (smooth_growth(a, part * total.left() / static_cast<double>(E - a), true)) run.publish(opt.eps[a], st);
             st.seconds += since(t0);
         }

@@ -841,7 +841,7 @@ KeptBracket keep_tighter(const std::string& fresh, const KeptBracket& now, const
     const fs::path fdir = fs::path(fresh).parent_path(), pdir = fs::path(previous).parent_path();
     KeptBracket out = now;
     out.took_lower = out.took_upper = false;
-    if (!fs::exists(previous)) return out;
+    if (std::error_code ec; !fs::exists(previous, ec)) return out;
     json doc = read_document(fresh, fresh);
     const json prev = read_document(previous, previous);
     if (prev.value("instance", json()) != doc["instance"] || prev.value("eps", json()) != doc["eps"]) return out;

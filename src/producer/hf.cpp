@@ -1,5 +1,6 @@
 // HuggingFace-layout checkpoints (UNTRUSTED); see hf.hpp.
 #include "rankcert/producer/hf.hpp"
+#include "rankcert/paths.hpp"
 
 #include "rankcert/input.hpp"
 #include "rankcert/producer/tensor.hpp"
@@ -21,7 +22,7 @@ namespace {
 
 json read_config(const std::string& dir) {
     const fs::path p = fs::path(dir) / "config.json";
-    if (!fs::exists(p)) throw InputError(dir + ": no config.json (a HuggingFace model folder has config.json and model.safetensors)");
+    if (!path_exists(p)) throw InputError(dir + ": no config.json (a HuggingFace model folder has config.json and model.safetensors)");
     try {
         json j = json::parse(read_file_bytes(p.string()));
         if (!j.is_object()) throw InputError(p.string() + ": not a JSON object");
@@ -49,12 +50,24 @@ float config_float(const json& c, const std::string& dir, const std::string& key
     return static_cast<float>(c[key].get<double>());
 }
 
+std::string config_string(const json& c, const std::string& dir, const std::string& key, const std::string& fallback) {
+    if (!c.contains(key) || c[key].is_null()) return fallback;
+    if (!c[key].is_string()) throw InputError(dir + "/config.json: " + key + ": not a string");
+    return c[key].get<std::string>();
+}
+
+bool config_bool(const json& c, const std::string& dir, const std::string& key, bool fallback) {
+    if (!c.contains(key) || c[key].is_null()) return fallback;
+    if (!c[key].is_boolean()) throw InputError(dir + "/config.json: " + key + ": not true or false");
+    return c[key].get<bool>();
+}
+
 // The tensors of a folder: model.safetensors, or the shards an index names.
 class WeightStore {
 public:
     explicit WeightStore(const std::string& dir) : dir_(dir) {
         const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-        if (fs::exists(index)) {
+        if (path_exists(index)) {
             json j;
             try {
                 j = json::parse(read_file_bytes(index.string()));
@@ -72,16 +85,30 @@ public:
             }
         } else {
             const fs::path single = fs::path(dir) / "model.safetensors";
-            if (!fs::exists(single)) throw InputError(dir + ": no model.safetensors (nor model.safetensors.index.json)");
-            for (const auto& n : safetensors_names(file("model.safetensors"), single.string())) where_[n] = "model.safetensors";
+            if (!path_exists(single)) throw InputError(dir + ": no model.safetensors (nor model.safetensors.index.json)");
+            for (const auto& [n, e] : this->index("model.safetensors").entries) where_[n] = "model.safetensors";
         }
+    }
+    // Entries of all tensors the folder holds (for checking a config's sizes
+    // against the weights before anything is allocated).
+    std::uint64_t stored_elements() {
+        std::uint64_t total = 0;
+        for (const auto& [name, f] : where_) {
+            const auto& ix = index(f);
+            auto it = ix.entries.find(name);
+            if (it == ix.entries.end()) continue;
+            std::uint64_t n = 1;
+            for (auto d : it->second.shape) n *= d;
+            total += n;
+        }
+        return total;
     }
     bool has(const std::string& name) const { return where_.count(name) > 0; }
     // The tensor as float32, with its shape checked.
     std::vector<float> get(const std::string& name, const std::vector<std::uint64_t>& shape) {
         auto it = where_.find(name);
         if (it == where_.end()) throw InputError(dir_ + ": no tensor \"" + name + "\" in the checkpoint");
-        const NdTensor t = parse_safetensors_nd(file(it->second), name, dir_ + "/" + it->second);
+        const NdTensor t = safetensors_tensor(file(it->second), index(it->second), name, dir_ + "/" + it->second);
         if (t.shape != shape) {
             std::string want, have;
             for (auto s : shape) want.append(want.empty() ? "" : ", ").append(std::to_string(s));
@@ -94,11 +121,18 @@ public:
 private:
     const std::string& file(const std::string& f) {
         auto& b = files_[f];
-        if (b.empty()) b = read_file_bytes((fs::path(dir_) / f).string());
+        if (b.empty()) b = read_file_bytes(confined(dir_, f, Where{dir_, f}, "the model folder").string());
         return b;
+    }
+    // Each file's header is parsed and checked once.
+    const SafetensorsIndex& index(const std::string& f) {
+        auto it = indexes_.find(f);
+        if (it == indexes_.end()) it = indexes_.emplace(f, safetensors_index(file(f), dir_ + "/" + f)).first;
+        return it->second;
     }
     std::string dir_;
     std::map<std::string, std::string> where_, files_;
+    std::map<std::string, SafetensorsIndex> indexes_;
 };
 
 void append(std::vector<float>& out, const std::vector<float>& v) { out.insert(out.end(), v.begin(), v.end()); }
@@ -131,9 +165,9 @@ std::string hf_model_type(const std::string& dir) {
 Llama2Model load_hf_llama(const std::string& dir) {
     const json c = read_config(dir);
     const std::string cfg = dir + "/config.json";
-    if (c.value("hidden_act", std::string("silu")) != "silu") throw InputError(cfg + ": hidden_act: only silu is supported");
+    if (config_string(c, dir, "hidden_act", "silu") != "silu") throw InputError(cfg + ": hidden_act: only silu is supported");
     if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) throw InputError(cfg + ": rope_scaling: not supported");
-    if (c.value("attention_bias", false) || c.value("mlp_bias", false)) throw InputError(cfg + ": attention_bias/mlp_bias: not supported");
+    if (config_bool(c, dir, "attention_bias", false) || config_bool(c, dir, "mlp_bias", false)) throw InputError(cfg + ": attention_bias/mlp_bias: not supported");
     Llama2Config k;
     k.dim = config_int(c, dir, "hidden_size");
     k.hidden_dim = config_int(c, dir, "intermediate_size");
@@ -152,6 +186,13 @@ Llama2Model load_hf_llama(const std::string& dir) {
     using U = std::uint64_t;
     const U dim = static_cast<U>(k.dim), hid = static_cast<U>(k.hidden_dim), kv = static_cast<U>(k.kv_dim()),
             V = static_cast<U>(k.vocab_size);
+    // The config's sizes against the weights actually stored, before any
+    // allocation (a config may claim sizes the files do not have).
+    const std::uint64_t rope = static_cast<std::uint64_t>(k.seq_len) * static_cast<std::uint64_t>(k.head_size());
+    if (rope > (std::uint64_t{1} << 27)) throw InputError(cfg + ": max_position_embeddings: too large (seq_len x head size above 2^27)");
+    if (static_cast<std::uint64_t>(k.weight_count()) > w.stored_elements() + rope)
+        throw InputError(cfg + ": the config implies " + std::to_string(k.weight_count() - rope) + " weights, the checkpoint holds " +
+                         std::to_string(w.stored_elements()));
     std::vector<float> d;
     d.reserve(k.weight_count());
     auto layer = [](int l, const std::string& rest) { return "model.layers." + std::to_string(l) + "." + rest; };
@@ -184,11 +225,19 @@ Gpt2Model::Gpt2Model(const std::string& dir) {
     inner_ = config_int(c, dir, "n_inner", 4 * n_embd_);
     ln_eps_ = config_float(c, dir, "layer_norm_epsilon", 1e-5f);
     if (n_embd_ % n_head_) throw InputError(cfg + ": n_head: does not divide n_embd");
-    const std::string act = c.value("activation_function", std::string("gelu_new"));
+    const std::string act = config_string(c, dir, "activation_function", "gelu_new");
     if (act != "gelu_new") throw InputError(cfg + ": activation_function: only gelu_new is supported, found " + act.substr(0, 30));
-    if (!c.value("scale_attn_weights", true) || c.value("scale_attn_by_inverse_layer_idx", false))
+    if (!config_bool(c, dir, "scale_attn_weights", true) || config_bool(c, dir, "scale_attn_by_inverse_layer_idx", false))
         throw InputError(cfg + ": scale_attn_weights/scale_attn_by_inverse_layer_idx: only the standard 1/sqrt(head size) scale is supported");
     WeightStore w(dir);
+    {
+        // The config's sizes against the stored weights, before any allocation.
+        const std::uint64_t E = static_cast<std::uint64_t>(n_embd_), want = static_cast<std::uint64_t>(n_layer_) * (4 * E * E + 2 * E * static_cast<std::uint64_t>(inner_)) +
+                                                                                (static_cast<std::uint64_t>(vocab_) + static_cast<std::uint64_t>(n_positions_)) * E;
+        if (want > w.stored_elements())
+            throw InputError(cfg + ": the config implies at least " + std::to_string(want) + " weights, the checkpoint holds " +
+                             std::to_string(w.stored_elements()));
+    }
     const std::string pre = w.has("wte.weight") ? "" : "transformer.";
     using U = std::uint64_t;
     const U E = static_cast<U>(n_embd_), I = static_cast<U>(inner_);

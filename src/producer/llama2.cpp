@@ -214,7 +214,8 @@ std::vector<float> Llama2Model::forward(const std::vector<int>& tokens, bool rec
         k_.assign(static_cast<std::size_t>(c_.n_layers), {});
     }
     for (std::size_t pos = 0; pos < tokens.size(); ++pos) {
-        if (tokens[pos] < 0 || tokens[pos] >= c_.vocab_size) throw InputError("forward: token id out of range");
+        if (tokens[pos] < 0 || tokens[pos] >= c_.vocab_size) throw InputError("tokens: id " + std::to_string(tokens[pos]) + " at position " + std::to_string(pos) +
+                             " is outside the vocabulary [0, " + std::to_string(c_.vocab_size) + ")");
         step(tokens[pos], static_cast<int>(pos), record);
     }
     return logits_;

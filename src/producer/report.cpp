@@ -3,6 +3,7 @@
 // heatmap as a data URI, a few lines of inline JavaScript for the filters;
 // nothing is loaded from outside the page.
 #include "rankcert/bundle.hpp"
+#include "rankcert/paths.hpp"
 #include "rankcert/producer/audit.hpp"
 #include "rankcert/producer/producer.hpp"
 
@@ -197,7 +198,11 @@ std::string bracket_plot(const std::vector<const json*>& rows) {
 
 std::string audit_report_html(const json& audit, const std::string& dir, const std::string& report_dir) {
     const json& claims = audit.at("claims");
+    // Links are relative file links to files inside the audit folder (results
+    // are input too: a "bundle" of "javascript:..." or "../x" gets no link;
+    // check_result refuses such results before they get here).
     auto link = [&](const std::string& relpath) {
+        if (!lexically_confined(relpath) || relpath.find(':') != std::string::npos) return std::string("#");
         return fs::relative(fs::absolute(fs::path(dir) / relpath), fs::absolute(report_dir)).generic_string();
     };
     std::set<std::string> models, layers, epss, verdicts;
@@ -272,7 +277,7 @@ std::string audit_report_html(const json& audit, const std::string& dir, const s
           << "</b> <span class=\"muted\">n = " << str(c0, "n") << "</span><br>" << bracket_plot(rows);
         if (c0.value("n", 0) <= 512 && c0.value("N", 0) <= 512) {
             try {
-                const Bundle b = load_bundle(fs::path(dir) / str(c0, "bundle"), str(c0, "bundle"));
+                const Bundle b = load_bundle(confined(dir, str(c0, "bundle"), Where{dir, "bundle"}, "the audit folder"), str(c0, "bundle"));
                 const std::string png = heatmap_png(approximate_attention(b.instance));
                 const int side = 200;
                 h << "<svg width=\"" << side << "\" height=\"" << side << "\" viewBox=\"0 0 " << side << " " << side

@@ -4,6 +4,7 @@
 // sidecars (with their sha256) when an array is large.
 #include "rankcert/array.hpp"
 #include "rankcert/producer/producer.hpp"
+#include "rankcert/paths.hpp"
 #include "rankcert/producer/tensor.hpp"
 
 #include <cstdio>
@@ -140,6 +141,19 @@ json tail_json(const TailCandidate& c, const std::string& dir, const std::string
             {"mu", exact_text(c.mu)},
             {"f", array_json(c.F, dir, stem + ".tail-f.npy")},
             {"producer", {{"method", c.method}, {"float_slack", c.float_slack}}}};
+}
+
+void copy_instance_sidecars(const json& inst, const std::filesystem::path& from, const std::filesystem::path& to,
+                            const std::string& display) {
+    for (const char* key : {"q", "k", "key_bias", "mask", "logits", "a"}) {
+        if (!inst.contains(key) || !inst[key].is_object()) continue;
+        for (const char* f : {"npy", "safetensors"}) {
+            if (!inst[key].contains(f)) continue;
+            const Where w{display, std::string("instance.") + key + "." + f};
+            if (!inst[key][f].is_string()) throw InputError(w, "must be a string");
+            copy_confined(from, to, inst[key][f].get<std::string>(), w);
+        }
+    }
 }
 
 }  // namespace rankcert::producer

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -60,10 +61,15 @@ std::size_t NdTensor::itemsize() const {
 
 std::uint64_t NdTensor::count() const { return elements(shape, where); }
 
+bool path_exists(const std::filesystem::path& p) noexcept {
+    std::error_code ec;
+    return fs::exists(p, ec) && !ec;
+}
+
 TensorSpec parse_tensor_spec(const std::string& spec) {
     TensorSpec t;
     std::string s = spec;
-    if (!s.empty() && s.back() == ']' && !fs::exists(s)) {
+    if (!s.empty() && s.back() == ']' && !path_exists(s)) {
         const auto open = s.rfind('[');
         if (open == std::string::npos) throw InputError(spec + ": selector: ']' without '['");
         const std::string inner = s.substr(open + 1, s.size() - open - 2);
@@ -84,7 +90,7 @@ TensorSpec parse_tensor_spec(const std::string& spec) {
     }
     t.path = s;
     const auto colon = s.rfind(':');
-    if (colon != std::string::npos && colon > 0 && !fs::exists(s)) {
+    if (colon != std::string::npos && colon > 0 && !path_exists(s)) {
         t.path = s.substr(0, colon);
         t.name = s.substr(colon + 1);
     }
@@ -177,42 +183,73 @@ nlohmann::json safetensors_header(const std::string& b, const std::string& where
 
 }  // namespace
 
+SafetensorsIndex safetensors_index(const std::string& b, const std::string& file) {
+    SafetensorsIndex ix;
+    const auto h = safetensors_header(b, file, ix.data_off);
+    const std::uint64_t data_size = b.size() - ix.data_off;
+    static const std::pair<const char*, const char*> types[] = {{"F16", "f16"}, {"BF16", "bf16"}, {"F32", "f32"},
+                                                                {"F64", "f64"}, {"BOOL", "bool"}, {"U8", "u8"},
+                                                                {"I32", "i32"}, {"I64", "i64"}};
+    std::vector<std::pair<std::pair<std::uint64_t, std::uint64_t>, const std::string*>> spans;
+    for (auto it = h.begin(); it != h.end(); ++it) {
+        if (it.key() == "__metadata__") continue;
+        const std::string where = file + ":" + it.key();
+        const auto& e = it.value();
+        if (!e.is_object()) throw InputError(where + ": malformed safetensors entry (need dtype, shape, data_offsets)");
+        SafetensorsEntry en;
+        NdTensor t;  // for itemsize
+        try {
+            const std::string dt = e.at("dtype").get<std::string>();
+            for (auto& [s, n] : types)
+                if (dt == s) t.dtype = n;
+            if (t.dtype.empty()) throw InputError(where + ": unsupported safetensors dtype " + dt.substr(0, 20));
+            if (!e.at("shape").is_array()) throw InputError(where + ": shape: not a list");
+            for (const auto& s : e.at("shape")) {
+                if (!s.is_number_unsigned()) throw InputError(where + ": shape: entries must be non-negative integers");
+                t.shape.push_back(s.get<std::uint64_t>());
+            }
+            const auto& o = e.at("data_offsets");
+            if (!o.is_array() || o.size() != 2 || !o[0].is_number_unsigned() || !o[1].is_number_unsigned())
+                throw InputError(where + ": data_offsets: need two non-negative integers");
+            en.begin = o[0].get<std::uint64_t>();
+            en.end = o[1].get<std::uint64_t>();
+        } catch (const nlohmann::json::exception&) {
+            throw InputError(where + ": malformed safetensors entry (need dtype, shape, data_offsets)");
+        }
+        const std::uint64_t n = elements(t.shape, where);
+        if (en.end < en.begin || en.end - en.begin != n * t.itemsize() || en.end > data_size)
+            throw InputError(where + ": data_offsets do not match shape " + shape_text(t.shape) + " and the file size");
+        en.dtype = t.dtype;
+        en.shape = std::move(t.shape);
+        auto [pos, fresh] = ix.entries.emplace(it.key(), std::move(en));
+        spans.push_back({{pos->second.begin, pos->second.end}, &pos->first});
+    }
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i)
+        if (spans[i].first.first < spans[i - 1].first.second)
+            throw InputError(file + ":" + *spans[i].second + ": data_offsets overlap those of " + *spans[i - 1].second);
+    return ix;
+}
+
+NdTensor safetensors_tensor(const std::string& b, const SafetensorsIndex& ix, const std::string& name, const std::string& file) {
+    auto it = ix.entries.find(name);
+    if (it == ix.entries.end()) throw InputError(file + ": no tensor \"" + name + "\"");
+    NdTensor t;
+    t.where = file + ":" + name;
+    t.dtype = it->second.dtype;
+    t.shape = it->second.shape;
+    t.bytes = b.substr(ix.data_off + it->second.begin, it->second.end - it->second.begin);
+    return t;
+}
+
 std::vector<std::string> safetensors_names(const std::string& bytes, const std::string& where) {
-    std::size_t off;
     std::vector<std::string> out;
-    const auto header = safetensors_header(bytes, where, off);
-    for (auto it = header.begin(); it != header.end(); ++it)
-        if (it.key() != "__metadata__") out.push_back(it.key());
+    for (const auto& [name, e] : safetensors_index(bytes, where).entries) out.push_back(name);
     return out;
 }
 
 NdTensor parse_safetensors_nd(const std::string& b, const std::string& name, const std::string& file) {
-    std::size_t off;
-    const auto h = safetensors_header(b, file, off);
-    const std::string where = file + ":" + name;
-    if (!h.contains(name) || name == "__metadata__") throw InputError(file + ": no tensor \"" + name + "\"");
-    const auto& e = h[name];
-    NdTensor t;
-    t.where = where;
-    try {
-        const std::string dt = e.at("dtype").get<std::string>();
-        static const std::pair<const char*, const char*> types[] = {{"F16", "f16"}, {"BF16", "bf16"}, {"F32", "f32"},
-                                                                    {"F64", "f64"}, {"BOOL", "bool"}, {"U8", "u8"},
-                                                                    {"I32", "i32"}, {"I64", "i64"}};
-        for (auto& [s, n] : types)
-            if (dt == s) t.dtype = n;
-        if (t.dtype.empty()) throw InputError(where + ": unsupported safetensors dtype " + dt.substr(0, 20));
-        for (const auto& s : e.at("shape")) t.shape.push_back(s.get<std::uint64_t>());
-        const auto& o = e.at("data_offsets");
-        const std::uint64_t a = o.at(0).get<std::uint64_t>(), z = o.at(1).get<std::uint64_t>();
-        const std::uint64_t n = elements(t.shape, where);
-        if (z < a || z - a != n * t.itemsize() || z > b.size() - off)
-            throw InputError(where + ": data_offsets do not match shape " + shape_text(t.shape) + " and the file size");
-        t.bytes = b.substr(off + a, z - a);
-    } catch (const nlohmann::json::exception&) {
-        throw InputError(where + ": malformed safetensors entry (need dtype, shape, data_offsets)");
-    }
-    return t;
+    return safetensors_tensor(b, safetensors_index(b, file), name, file);
 }
 
 std::string npz_member(const std::string& zip, const std::string& member, const std::string& file) {
@@ -242,6 +279,12 @@ std::string npz_member(const std::string& zip, const std::string& member, const 
             if (csize == 0xffffffff || usize == 0xffffffff) throw InputError(file + ": zip64 members are not supported");
             const std::size_t data = local + 30 + le<std::uint16_t>(zip, local + 26) + le<std::uint16_t>(zip, local + 28);
             if (data + csize > zip.size()) throw InputError(file + ": truncated zip member " + name);
+            // The array limit (2^27 entries of at most 8 bytes) plus a generous
+            // header: anything larger is refused before it is inflated.
+            constexpr std::size_t max_member = (std::size_t{1} << 30) + (std::size_t{1} << 20);
+            if (usize > max_member || (method == 0 && csize > max_member))
+                throw InputError(file + ": zip member " + name + " declares " + std::to_string(method == 0 ? csize : usize) +
+                                 " bytes, more than the array limit (2^27 entries)");
             if (method == 0) return zip.substr(data, csize);
             if (method != 8) throw InputError(file + ": zip member " + name + " uses an unsupported compression");
             std::string out(usize, '\0');
@@ -264,7 +307,7 @@ std::string npz_member(const std::string& zip, const std::string& member, const 
 }
 
 NdTensor read_nd(const TensorSpec& spec) {
-    if (!fs::exists(spec.path)) throw InputError(spec.path + ": no such file");
+    if (!path_exists(spec.path)) throw InputError(spec.path + ": no such file");
     const std::string ext = fs::path(spec.path).extension().string();
     NdTensor t;
     if (ext == ".safetensors") {
@@ -316,9 +359,13 @@ std::vector<float> to_float32(const NdTensor& t) {
             const std::uint32_t bits = static_cast<std::uint32_t>(le<std::uint16_t>(t.bytes, i * 2)) << 16;
             std::memcpy(&out[i], &bits, 4);
         } else if (t.dtype == "f16") {
-            _Float16 h;
-            std::memcpy(&h, &t.bytes[i * 2], 2);
-            out[i] = static_cast<float>(h);
+            // IEEE binary16, decoded exactly (every half is a float).
+            const std::uint16_t h = le<std::uint16_t>(t.bytes, i * 2);
+            const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+            const float mag = e == 0 ? std::ldexp(static_cast<float>(m), -24)
+                              : e == 31 ? (m ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity())
+                                        : std::ldexp(static_cast<float>(m | 0x400), e - 25);
+            out[i] = (h & 0x8000) ? -mag : mag;
         } else {
             throw InputError(t.where + ": expected a float tensor, found " + t.dtype);
         }

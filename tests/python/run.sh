@@ -10,4 +10,4 @@ if ! "$PY" -c 'import numpy' 2>/dev/null; then
 fi
 "$PY" -c 'import torch' 2>/dev/null || echo "note: python3-torch is not installed; the torch tests will be skipped"
 cd "$RANKCERT_SOURCE" || exit 1
-RANKCERT="$RANKCERT_EXE" PYTHONPATH="$RANKCERT_SOURCE/python" exec "$PY" -m unittest -v tests/python/test_package.py tests/python/test_audit.py tests/python/test_tools.py
+RANKCERT="$RANKCERT_EXE" PYTHONPATH="$RANKCERT_SOURCE/python" exec "$PY" -m unittest -v tests/python/test_package.py tests/python/test_audit.py tests/python/test_tools.py tests/python/test_untrusted.py

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -27,7 +28,14 @@ struct ClaimRow {
 
 // Read a claims file: JSON Lines (.jsonl, .json) or CSV with a header row.
 // A file-level problem throws InputError; a bad row is kept with its error.
+// Linear in the file's size; at most 256 MiB, fields at most 1 MiB; a UTF-8
+// byte order mark is skipped.  Every row gets its own valid id.
 std::vector<ClaimRow> read_claims(const std::string& path);
+// The same from text already read (`jsonl`: JSON Lines, else CSV).
+std::vector<ClaimRow> parse_claims_text(std::string text, const std::string& display, bool jsonl);
+
+// A count field ("layer", "head", "scale: rsqrt:N"): digits only, at most 12.
+std::uint64_t parse_claim_count(const std::string& s, const std::string& what);
 
 // "rank <= 12", "<= 12", ">= 5", "= 7", "[5, 12]": the claimed interval.
 struct Claim {
@@ -54,6 +62,17 @@ struct AuditOptions {
 // Decide one claim and return its result record (docs/audit.md); writes the
 // claim's instance, bundles and witness under out_dir/claims/<id>/.
 json run_claim(const ClaimRow& row, const AuditOptions& opt);
+
+// A claim id: 1-100 letters, digits, '.', '_' or '-', not starting with '.'
+// (so that it names one file and one folder under the audit folder).
+bool valid_id(const std::string& s);
+
+// A result record read back (resume, merge, report): a regular file of at
+// most 64 MiB holding a JSON object of the shape docs/audit.md gives, whose
+// id matches its file name and whose bundle/witness stay inside the audit
+// folder.  Anything else throws InputError naming the file and the field.
+void check_result(const json& r, const std::string& file);
+json read_result(const std::filesystem::path& p);
 
 // Every result under dir/results/, in row order, as one rankcert-result/1
 // audit document (also written to dir/audit.json by the callers).

@@ -101,7 +101,9 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
 Bundle parse_instance(const json& instance_json, const std::string& dir, const std::string& stem);
 
 // Parse "0.05,0.1,0.2" into exact values.
-std::vector<EpsValue> parse_eps_list(const std::string& text);
+// At most max_eps_values values; errors name `field` ("--eps", or a claims column).
+inline constexpr std::size_t max_eps_values = 256;
+std::vector<EpsValue> parse_eps_list(const std::string& text, const std::string& field = "--eps");
 
 // Read a tensor given as PATH (.npy), PATH:NAME (.npz member or safetensors
 // tensor).  Exact values, via the checker's loaders.

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -248,6 +249,13 @@ std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOp
 // ---- serialisation ------------------------------------------------------------
 // Exact spelling of a double (C99 hex float, or "0").
 std::string exact_text(double x);
+
+// Copy the sidecars an instance names (q, k, key_bias, mask, logits, a) from
+// the folder of the file `display` (where the instance was read) to `to`,
+// both ends confined by rankcert/paths.hpp: "../x", an absolute path, or a
+// symlink leaving either folder is refused before anything is written.
+void copy_instance_sidecars(const json& inst, const std::filesystem::path& from, const std::filesystem::path& to,
+                            const std::string& display);
 // An array object: inline when small, else an .npy sidecar written to dir.
 // (float32 .npy when every entry is a float32, else float64).
 json array_json(const Mat& m, const std::string& dir, const std::string& name, std::size_t inline_limit = 256);

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,10 @@ struct TensorSpec {
     bool has_index = false;
 };
 
+// Whether a path names something, never throwing (a name too long or
+// unreadable folders count as absent): every path from input goes through it.
+bool path_exists(const std::filesystem::path& p) noexcept;
+
 // The whole file as bytes (InputError "PATH: cannot open file").
 std::string read_file_bytes(const std::string& path);
 
@@ -42,12 +48,31 @@ TensorSpec parse_tensor_spec(const std::string& spec);
 
 // Read one tensor from .npy bytes (C or Fortran order; Fortran is reordered).
 NdTensor parse_npy_nd(const std::string& bytes, const std::string& where);
+// The header of a safetensors file, parsed and checked once: every entry's
+// dtype, shape and data_offsets, each inside the file, and no two entries'
+// bytes overlapping (InputError otherwise).  Reading a tensor from it is then
+// a lookup, so a file of many tensors costs linear time.
+struct SafetensorsEntry {
+    std::string dtype;                 // as NdTensor::dtype
+    std::vector<std::uint64_t> shape;
+    std::uint64_t begin = 0, end = 0;  // relative to the data section
+};
+struct SafetensorsIndex {
+    std::size_t data_off = 0;
+    std::map<std::string, SafetensorsEntry> entries;
+};
+SafetensorsIndex safetensors_index(const std::string& bytes, const std::string& where);
+// One tensor through an index of the same bytes.
+NdTensor safetensors_tensor(const std::string& bytes, const SafetensorsIndex& ix, const std::string& name, const std::string& where);
 // Read one tensor from safetensors bytes (the whole file).
 NdTensor parse_safetensors_nd(const std::string& bytes, const std::string& name, const std::string& where);
 // The names of the tensors in a safetensors file.
 std::vector<std::string> safetensors_names(const std::string& bytes, const std::string& where);
 
 // One member ("NAME" or "NAME.npy") of a .npz archive, stored or deflated.
+// Members larger than the array limit (2^27 entries of 8 bytes, plus the
+// header) are refused before anything is inflated, and inflation stops at
+// the declared size.
 std::string npz_member(const std::string& zip, const std::string& member, const std::string& file);
 
 // Read the tensor a spec names and apply its selection.
