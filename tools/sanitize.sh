@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The checker's tests and `verify certificates/` under AddressSanitizer and
 # UndefinedBehaviorSanitizer (GCC's), in build-sanitize/.  Any report fails.
-# Called by `./build.sh test` (set RANKCERT_SKIP_SANITIZE=1 to skip it).
+# Called by `./build.sh test full` (set RANKCERT_SKIP_SANITIZE=1 to skip it).
 # Leak checking is off: FLINT and Arb keep per-thread caches until exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."

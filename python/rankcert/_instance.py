@@ -12,8 +12,8 @@ from ._files import write_npy, write_safetensors
 
 def rsqrt(d):
     """The exact real number 1/sqrt(d), as an instance scale."""
-    if int(d) != d or d <= 0:
-        raise ValueError(f"rsqrt: {d!r} is not a positive integer")
+    if isinstance(d, bool) or int(d) != d or d <= 0 or d >= 2 ** 62:
+        raise ValueError(f"rsqrt: {d!r} is not a positive integer below 2^62")
     return {"rsqrt": int(d)}
 
 
@@ -24,7 +24,7 @@ def exact_number(x, field):
     if isinstance(x, dict):
         if set(x) != {"rsqrt"}:
             raise ValueError(f"{field}: only {{'rsqrt': d}} is a valid object")
-        return {"rsqrt": int(x["rsqrt"])}
+        return rsqrt(x["rsqrt"])
     if isinstance(x, str):
         if x.startswith("rsqrt:"):
             return rsqrt(int(x[6:]))
@@ -84,15 +84,21 @@ def _as_array(x, field, ndim, allow_neg_inf=False):
     return "npy", a
 
 
-def _sidecar(x, field, folder, stem, ndim=(2,), allow_neg_inf=False):
-    kind, payload = _as_array(x, field, ndim, allow_neg_inf)
-    if kind == "bf16":
-        name = f"{stem}.{field}.safetensors"
-        shape, raw = payload
-        sha = write_safetensors(os.path.join(folder, name), {field: ("BF16", shape, raw)})
-        return {"safetensors": name, "tensor": field, "sha256": sha}
-    name = f"{stem}.{field}.npy"
-    return {"npy": name, "sha256": write_npy(os.path.join(folder, name), payload)}
+class _Pending:
+    """An array checked and converted, written only once every input is valid."""
+
+    def __init__(self, x, field, ndim=(2,), allow_neg_inf=False):
+        self.field = field
+        self.kind, self.payload = _as_array(x, field, ndim, allow_neg_inf)
+
+    def write(self, folder, stem):
+        if self.kind == "bf16":
+            name = f"{stem}.{self.field}.safetensors"
+            shape, raw = self.payload
+            sha = write_safetensors(os.path.join(folder, name), {self.field: ("BF16", shape, raw)})
+            return {"safetensors": name, "tensor": self.field, "sha256": sha}
+        name = f"{stem}.{self.field}.npy"
+        return {"npy": name, "sha256": write_npy(os.path.join(folder, name), self.payload)}
 
 
 def instance(path, *, q=None, k=None, scale=None, mask=None, temperature=None, key_bias=None, logits=None,
@@ -100,8 +106,9 @@ def instance(path, *, q=None, k=None, scale=None, mask=None, temperature=None, k
     """Write an exact instance (JSON + sidecars next to it) and return its path.
 
     Exactly one of (q, k, scale), logits, matrix.  Arrays are NumPy arrays or
-    torch tensors, float16/bfloat16/float32/float64, stored bit for bit (the
-    checker reads each float as the exact dyadic rational of its bits).
+    torch tensors, float16/bfloat16/float32/float64 (or integer/boolean
+    arrays, exact as they are), stored bit for bit (the checker reads each
+    float as the exact dyadic rational of its bits).
       q: n x d queries, k: N x d keys, scale: a number (int, Fraction, "1/8",
          float = its exact binary value) or rsqrt(d) for 1/sqrt(d);
       mask: "causal", "none", or an n x N boolean array, True = may attend
@@ -109,25 +116,28 @@ def instance(path, *, q=None, k=None, scale=None, mask=None, temperature=None, k
       key_bias: length-N additive log-weights; temperature: a number;
       logits: n x N (-inf marks masked entries); matrix: n x N attention matrix.
     provenance: any JSON-serialisable dict, recorded with the instance.
+    Every argument is checked before anything is written: a ValueError leaves
+    no file behind, and the JSON appears whole or not at all.
     """
     path = os.fspath(path)
     folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
     stem = os.path.basename(path)
     if stem.endswith(".json"):
         stem = stem[:-5]
     given = [q is not None, logits is not None, matrix is not None]
     if sum(given) != 1:
         raise ValueError("instance: give exactly one of q (with k and scale), logits, matrix")
+    # Phase 1: check and convert everything.
+    arrays, inst = [], {}
     if q is not None:
         if k is None or scale is None:
             raise ValueError("instance: q needs k and scale")
-        inst = {"kind": "qk", "q": _sidecar(q, "q", folder, stem), "k": _sidecar(k, "k", folder, stem),
-                "scale": exact_number(scale, "scale")}
+        arrays += [_Pending(q, "q"), _Pending(k, "k")]
+        inst = {"kind": "qk", "scale": exact_number(scale, "scale")}
         if temperature is not None:
             inst["temperature"] = exact_number(temperature, "temperature")
         if key_bias is not None:
-            inst["key_bias"] = _sidecar(key_bias, "key_bias", folder, stem, ndim=(1,))
+            arrays.append(_Pending(key_bias, "key_bias", ndim=(1,)))
         if mask is not None:
             if isinstance(mask, str):
                 if mask not in ("causal", "none"):
@@ -137,15 +147,27 @@ def instance(path, *, q=None, k=None, scale=None, mask=None, temperature=None, k
                 m = np.asarray(mask.detach().cpu().numpy() if hasattr(mask, "detach") else mask)
                 if m.dtype != np.bool_:
                     raise ValueError(f"mask: dtype {m.dtype}; give a boolean array (True = may attend)")
-                inst["mask"] = _sidecar(m, "mask", folder, stem)
+                arrays.append(_Pending(m, "mask"))
     elif logits is not None:
-        inst = {"kind": "logits", "logits": _sidecar(logits, "logits", folder, stem, allow_neg_inf=True)}
+        inst = {"kind": "logits"}
+        arrays.append(_Pending(logits, "logits", allow_neg_inf=True))
     else:
-        inst = {"kind": "matrix", "a": _sidecar(matrix, "a", folder, stem)}
+        inst = {"kind": "matrix"}
+        arrays.append(_Pending(matrix, "a"))
+    try:
+        prov_text = json.dumps(provenance, allow_nan=False) if provenance is not None else None
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"provenance: not JSON-serialisable ({e})") from None
+    # Phase 2: write the sidecars, then the JSON through a temporary name.
+    os.makedirs(folder, exist_ok=True)
+    for a in arrays:
+        inst[a.field] = a.write(folder, stem)
     doc = {"instance": inst}
-    if provenance is not None:
-        doc["provenance"] = provenance
-    with open(path, "w") as f:
+    if prov_text is not None:
+        doc["provenance"] = json.loads(prov_text)
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp")
+    with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    os.replace(tmp, path)
     return path

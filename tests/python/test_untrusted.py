@@ -322,6 +322,27 @@ class Tensors(unittest.TestCase):
                                      "--out", os.path.join(d, "o"), timeout=30), "x.npz", "array limit")
 
 
+class PythonInstance(unittest.TestCase):
+    """Finding 17: rankcert.instance() checks everything before it writes anything."""
+
+    def test_nothing_written_on_errors(self):
+        q = np.ones((3, 2))
+        k_inf = np.ones((3, 2))
+        k_inf[1, 1] = np.inf
+        cases = [dict(q=q, k=k_inf, scale=1), dict(q=q, k=q, scale=1, provenance={"x": object()}),
+                 dict(q=q, k=q, scale=1, mask=np.ones((3, 3))), dict(q=q, k=q, scale=rankcert.rsqrt(4), mask="diag"),
+                 dict(q=q, k=q, scale={"rsqrt": 10 ** 400})]
+        for kw in cases:
+            with tempfile.TemporaryDirectory() as d:
+                with self.assertRaises(ValueError):
+                    rankcert.instance(os.path.join(d, "inst.json"), **kw)
+                self.assertEqual(os.listdir(d), [], kw)
+        with tempfile.TemporaryDirectory() as d:
+            path = rankcert.instance(os.path.join(d, "inst.json"), q=q, k=q, scale=rankcert.rsqrt(2), provenance={"a": 1})
+            self.assertEqual(sorted(os.listdir(d)), ["inst.json", "inst.k.npy", "inst.q.npy"])
+            self.assertEqual(run("bracket", "-q", "--instance", path, "--out", os.path.join(d, "o")).returncode, 0)
+
+
 class BracketOptions(unittest.TestCase):
     """Finding 16."""
 
