@@ -115,7 +115,7 @@ Matrix read_tensor(const std::string& spec, bool allow_neg_inf) {
     }
     const std::string &path = t.path, &name = t.name;
     const fs::path p(path);
-    if (!path_exists(p)) throw InputError(path + ": no such file");
+    if (!path_exists(p)) throw InputError(shown_path(path) + ": no such file");
     const std::string ext = p.extension().string();
     if (ext == ".npz") {
         if (name.empty()) throw InputError(path + ": name the array: " + path + ":NAME");

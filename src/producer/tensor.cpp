@@ -66,6 +66,10 @@ bool path_exists(const std::filesystem::path& p) noexcept {
     return fs::exists(p, ec) && !ec;
 }
 
+std::string shown_path(const std::string& p) {
+    return p.size() <= 120 ? p : p.substr(0, 60) + "..." + p.substr(p.size() - 40);
+}
+
 TensorSpec parse_tensor_spec(const std::string& spec) {
     TensorSpec t;
     std::string s = spec;
@@ -307,7 +311,7 @@ std::string npz_member(const std::string& zip, const std::string& member, const 
 }
 
 NdTensor read_nd(const TensorSpec& spec) {
-    if (!path_exists(spec.path)) throw InputError(spec.path + ": no such file");
+    if (!path_exists(spec.path)) throw InputError(shown_path(spec.path) + ": no such file");
     const std::string ext = fs::path(spec.path).extension().string();
     NdTensor t;
     if (ext == ".safetensors") {

@@ -309,6 +309,12 @@ class Tensors(unittest.TestCase):
             one_line_error(self, run("bracket", "-q", "--q", path + ":q", "--k", path + ":q", "--scale", "1",
                                      "--out", os.path.join(d, "o")), "shape")
 
+    def test_selector_with_a_name_too_long(self):  # found by fuzz_tensor: fs::exists threw on ENAMETOOLONG
+        with tempfile.TemporaryDirectory() as d:
+            spec = "a" * 5000 + ".npz:q[0]"
+            one_line_error(self, run("bracket", "-q", "--q", spec, "--k", spec, "--scale", "1", "--out", os.path.join(d, "o")),
+                           "no such file")
+
     def test_npz_member_declaring_4_gb(self):  # finding 7
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "x.npz")

@@ -40,6 +40,9 @@ struct TensorSpec {
 // unreadable folders count as absent): every path from input goes through it.
 bool path_exists(const std::filesystem::path& p) noexcept;
 
+// A path for an error line: at most about 120 characters (its start and end).
+std::string shown_path(const std::string& p);
+
 // The whole file as bytes (InputError "PATH: cannot open file").
 std::string read_file_bytes(const std::string& path);
 
