@@ -39,9 +39,10 @@ fs::path copy_confined(const fs::path& base_from, const fs::path& base_to, const
     const fs::path src = confined(base_from, rel, w, "the instance's folder");
     std::error_code ec;
     if (!fs::is_regular_file(src, ec)) throw InputError(w, "\"" + rel + "\" is not a readable file");
-    // The destination's folders first (inside base_to by the lexical rule),
-    // then the resolved target, checked again: a symlink already in the
-    // output folder must not carry the write outside it.
+    // The target is resolved before any folder is made (a symlink already in
+    // the output folder must not carry even a mkdir outside it), then again
+    // once the folders exist.
+    confined(base_to, rel, w, "the output folder");
     fs::create_directories((base_to / rel).parent_path(), ec);
     if (ec) throw InputError(w, "cannot create the folder for \"" + rel + "\": " + ec.message());
     const fs::path dst = confined(base_to, rel, w, "the output folder");

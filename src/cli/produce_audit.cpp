@@ -59,13 +59,17 @@ void lock_audit_folder(const fs::path& dir) {
 void copy_claim_folder(const fs::path& from, const fs::path& to, const std::string& shard) {
     std::error_code ec;
     if (fs::is_symlink(from, ec)) throw InputError(from.string() + ": a symlink, not a claim folder");
-    for (auto it = fs::recursive_directory_iterator(from); it != fs::recursive_directory_iterator(); ++it) {
-        const fs::path rel = it->path().lexically_relative(from);
-        const Where w{shard, "claims/" + from.filename().string() + "/" + rel.generic_string()};
-        if (it->is_symlink()) throw InputError(w, "is a symlink (refused)");
-        if (it->is_directory()) continue;
-        if (!it->is_regular_file()) throw InputError(w, "is not a regular file");
-        copy_confined(from, to, rel.generic_string(), w);
+    try {
+        for (auto it = fs::recursive_directory_iterator(from); it != fs::recursive_directory_iterator(); ++it) {
+            const fs::path rel = it->path().lexically_relative(from);
+            const Where w{shard, "claims/" + from.filename().string() + "/" + rel.generic_string()};
+            if (it->is_symlink()) throw InputError(w, "is a symlink (refused)");
+            if (it->is_directory()) continue;
+            if (!it->is_regular_file()) throw InputError(w, "is not a regular file");
+            copy_confined(from, to, rel.generic_string(), w);
+        }
+    } catch (const fs::filesystem_error& e) {
+        throw InputError(from.string() + ": cannot read the claim folder (" + e.code().message() + ")");
     }
 }
 
@@ -91,16 +95,22 @@ int merge_main(int argc, char** argv) {
             if (std::error_code ec; !fs::is_directory(rd, ec)) throw InputError(src + ": not an audit folder (no results/)");
             std::error_code ec;
             if (fs::equivalent(src, out, ec)) continue;
-            for (const auto& e : fs::directory_iterator(rd)) {
-                if (e.path().extension() != ".json" || e.path().filename().string()[0] == '.') continue;
-                const json r = read_result(e.path());  // the id is valid and names this file
+            std::vector<fs::path> files;
+            try {
+                for (const auto& e : fs::directory_iterator(rd)) files.push_back(e.path());
+            } catch (const fs::filesystem_error& e) {
+                throw InputError(rd.string() + ": cannot read the folder (" + e.code().message() + ")");
+            }
+            for (const auto& path : files) {
+                if (path.extension() != ".json" || path.filename().string()[0] == '.') continue;
+                const json r = read_result(path);  // the id is valid and names this file
                 const std::string id = r["id"];
                 const fs::path dst = fs::path(out) / "results" / (id + ".json");
                 if (path_exists(dst)) {
                     const json old = read_result(dst);
                     if (old.value("verdict", "") != r.value("verdict", "") || old.value("lower", 0) != r.value("lower", 0) ||
                         old.value("upper", 0) != r.value("upper", 0))
-                        throw InputError(e.path().string() + ": claim " + id + " has a different result in " + dst.string());
+                        throw InputError(path.string() + ": claim " + id + " has a different result in " + dst.string());
                     continue;
                 }
                 if (path_exists(fs::path(src) / "claims" / id))

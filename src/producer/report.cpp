@@ -203,7 +203,9 @@ std::string audit_report_html(const json& audit, const std::string& dir, const s
     // check_result refuses such results before they get here).
     auto link = [&](const std::string& relpath) {
         if (!lexically_confined(relpath) || relpath.find(':') != std::string::npos) return std::string("#");
-        return fs::relative(fs::absolute(fs::path(dir) / relpath), fs::absolute(report_dir)).generic_string();
+        std::error_code ec;
+        const fs::path r = fs::relative(fs::absolute(fs::path(dir) / relpath, ec), fs::absolute(report_dir, ec), ec);
+        return ec || r.empty() ? std::string("#") : r.generic_string();
     };
     std::set<std::string> models, layers, epss, verdicts;
     for (const auto& c : claims) {

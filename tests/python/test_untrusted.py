@@ -98,6 +98,20 @@ class Confinement(unittest.TestCase):
             one_line_error(self, p, "instance.a.npy", "resolves outside")
             self.assertEqual(files_under(os.path.join(d, "out")), [])
 
+    def test_no_folder_made_through_a_symlink_in_the_output(self):  # copies resolve the target before mkdir
+        with tempfile.TemporaryDirectory() as d:
+            inst = matrix_instance(d)["instance"]
+            os.makedirs(os.path.join(d, "x", "L", "sub"))
+            os.replace(os.path.join(d, "b", "I.a.npy"), os.path.join(d, "x", "L", "sub", "I.a.npy"))
+            inst["a"]["npy"] = "L/sub/I.a.npy"
+            write(os.path.join(d, "x", "i.json"), json.dumps({"instance": inst}))
+            os.makedirs(os.path.join(d, "out"))
+            os.makedirs(os.path.join(d, "elsewhere"))
+            os.symlink(os.path.join(d, "elsewhere"), os.path.join(d, "out", "L"))
+            p = run("bracket", "-q", "--instance", os.path.join(d, "x", "i.json"), "--out", os.path.join(d, "out"))
+            one_line_error(self, p, "instance.a.npy", "outside the output folder")
+            self.assertEqual(os.listdir(os.path.join(d, "elsewhere")), [])
+
     def test_merge_refuses_ids_leaving_the_folder(self):  # finding 2
         with tempfile.TemporaryDirectory() as d:
             np.save(os.path.join(d, "I.npy"), np.eye(4))
