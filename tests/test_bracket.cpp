@@ -542,6 +542,55 @@ TEST_CASE("neumann_pdhg approaches the exact all-keys LP optimum and never repor
     CHECK(again == Approx(v).epsilon(1e-12));
 }
 
+TEST_CASE("neumann_local_search: known answers for the row-set search", "[bracket]") {
+    const Deadline dl = Deadline{}.within(60);
+    // A = I_8 at eps 0.1: every row set has LP value 0.1 (R = I), so from one
+    // row the best-add moves must take all eight.
+    {
+        const Mat A = Mat::Identity(8, 8);
+        NeumannCandidate start;
+        start.rows = {3};
+        start.N = 8;
+        start.r = {{3, 0, 1.0}};
+        SearchStats ss;
+        auto c = neumann_local_search(A, 0.1, start, SearchOptions{}, dl, &ss);
+        REQUIRE(c);
+        CHECK(c->rows == std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7});
+        CHECK(c->float_value < 0.1 + 1e-3);
+        CHECK(ss.adds == 7);
+        CHECK(c->float_value == Approx(neumann_float_value(A, 0.1, c->rows, c->r, c->N)).epsilon(1e-15));
+    }
+    // Rows 0 and 1 are equal: no certificate holds both (A_I R has two equal
+    // rows, delta >= 1), and the other rows are the identity on keys 2..5.
+    // From rows {0} (given without R: the least-norm inverse) the search must
+    // reach five rows and never hold both 0 and 1.
+    {
+        Mat A = Mat::Zero(6, 6);
+        A.row(0) << 0.5, 0.5, 0, 0, 0, 0;
+        A.row(1) = A.row(0);
+        for (Eigen::Index i = 2; i < 6; ++i) A(i, i) = 1;
+        NeumannCandidate start;
+        start.rows = {0};
+        start.N = 6;
+        auto c = neumann_local_search(A, 0.2, start, SearchOptions{}, dl);
+        REQUIRE(c);
+        CHECK(c->rows.size() == 5);
+        CHECK(!(std::count(c->rows.begin(), c->rows.end(), 0) && std::count(c->rows.begin(), c->rows.end(), 1)));
+        CHECK(c->float_value < 1 - 1e-6);
+    }
+    // A start above 1 that no add or swap can bring below it gives nothing
+    // (two equal rows, nothing else to swap in).
+    {
+        Mat A(2, 3);
+        A.row(0) << 0.2, 0.3, 0.5;
+        A.row(1) = A.row(0);
+        NeumannCandidate start;
+        start.rows = {0, 1};
+        start.N = 3;
+        CHECK(!neumann_local_search(A, 0.1, start, SearchOptions{}, dl));
+    }
+}
+
 TEST_CASE("bracket --start-from a neumann certificate grows from that certificate's R", "[bracket]") {
     // The smooth Neumann growth of phase 2 must start from the start
     // certificate's own R.  On cells the least-norm right inverse of the same

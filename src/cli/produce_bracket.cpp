@@ -177,6 +177,8 @@ int bracket_main(int argc, char** argv) {
     bool no_interpolative = false;
     app.add_flag("--no-interpolative", no_interpolative, "Skip the greedy row-interpolative search (small instances)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
+    bool search_log = false;
+    app.add_flag("--log", search_log, "One line per lower-bound search on stderr (rows before and after, moves made), also with -q");
     app.add_option("--start-from", start_from,
                    "Bundles of the same instance (e.g. an earlier run's): their neumann and factor certificates, and those of other kinds without sidecars (zonal), "
                    "are offered to the checker first, and the search grows from the best of them");
@@ -213,6 +215,7 @@ int bracket_main(int argc, char** argv) {
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << "s] ";
             return o.str();
         };
+        if (search_log) opt.search_log = [](const std::string& s) { std::cerr << "rankcert bracket: " << s << "\n"; };
         if (!quiet && isatty(STDERR_FILENO))
             opt.progress = [stamp](const std::string& s) { std::cerr << "\r\033[K" << stamp() << s << std::flush; };
         else if (!quiet)

@@ -2,6 +2,7 @@
 #include "produce.hpp"
 
 #include <array>
+#include <optional>
 
 namespace rankcert::cli {
 
@@ -103,6 +104,8 @@ int extract_main(int argc, char** argv) {
                  "rankcert extract"};
     std::string checkpoint, hf, tokenizer, text, text_file, tokens_text, tokens_file, out = ".", name = "text", generate;
     int steps = 64;
+    std::optional<std::uint64_t> seed;
+    double temperature = 1.0;
     app.add_option("--checkpoint", checkpoint, "llama2.c checkpoint (.bin)");
     app.add_option("--hf", hf, "HuggingFace model folder (config.json + model.safetensors), llama or gpt2 family");
     app.add_option("--tokenizer", tokenizer, "llama2.c tokenizer (tok*.bin), to encode --text");
@@ -113,7 +116,10 @@ int extract_main(int argc, char** argv) {
     app.add_option("--out", out, "Output folder");
     app.add_option("--name", name, "Stem of the written files (default text)");
     app.add_option("--generate", generate, "Instead: print the greedy continuation of this prompt (llama family)");
-    app.add_option("--steps", steps, "Tokens to generate with --generate");
+    app.add_option("--steps", steps, "Tokens to generate with --generate")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--seed", seed, "With --generate: sample the continuation (softmax of logits / --temperature) from this seed "
+                                   "instead of taking the arg-max; the same seed gives the same text everywhere");
+    app.add_option("--temperature", temperature, "Sampling temperature for --seed (default 1)")->check(CLI::Range(1e-3, 1e3));
     return run_command(app, argc, argv, "rankcert extract", [&]() -> int {
         if (checkpoint.empty() == hf.empty()) throw InputError("rankcert extract: give exactly one of --checkpoint, --hf");
         const std::string family = hf.empty() ? "llama2c" : hf_model_type(hf);
@@ -162,7 +168,8 @@ int extract_main(int argc, char** argv) {
             if (tokenizer.empty()) throw InputError("rankcert extract: --text needs --tokenizer (or give --tokens)");
             Llama2Tokenizer tok(tokenizer, c.vocab_size);
             if (!generate.empty()) {
-                auto toks = model.greedy(tok.encode(generate), steps);
+                auto toks = seed ? model.sample(tok.encode(generate), steps, *seed, temperature)
+                                 : model.greedy(tok.encode(generate), steps);
                 std::string s;
                 for (std::size_t i = 1; i < toks.size(); ++i) s += tok.decode(toks[i - 1], toks[i]);
                 std::cout << s << "\n";

@@ -232,6 +232,36 @@ std::vector<int> Llama2Model::greedy(const std::vector<int>& prompt, int steps) 
     return out;
 }
 
+std::vector<int> Llama2Model::sample(const std::vector<int>& prompt, int steps, std::uint64_t seed, double temperature) {
+    if (!(temperature > 0) || !std::isfinite(temperature)) throw InputError("--temperature: must be a positive number");
+    std::uint64_t state = seed;
+    auto uniform = [&state] {  // SplitMix64, 53 bits to [0, 1)
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        return static_cast<double>(z >> 11) * 0x1.0p-53;
+    };
+    std::vector<int> out = prompt;
+    forward(prompt, false);
+    std::vector<double> p(logits_.size());
+    for (int s = 0; s < steps && static_cast<int>(out.size()) < c_.seq_len; ++s) {
+        const double top = *std::max_element(logits_.begin(), logits_.end());
+        double z = 0;
+        for (std::size_t i = 0; i < p.size(); ++i) z += p[i] = std::exp((logits_[i] - top) / temperature);
+        double u = uniform() * z;
+        int next = static_cast<int>(p.size()) - 1;
+        for (std::size_t i = 0; i < p.size(); ++i)
+            if ((u -= p[i]) < 0) {
+                next = static_cast<int>(i);
+                break;
+            }
+        out.push_back(next);
+        step(next, static_cast<int>(out.size()) - 1, false);
+    }
+    return out;
+}
+
 Llama2Tokenizer::Llama2Tokenizer(const std::string& path, int vocab_size) {
     const std::string b = read_all(path);
     std::size_t off = 0;

@@ -237,6 +237,27 @@ class HuggingFaceLayoutTests(unittest.TestCase):
             self.assertIn("needs --tokens", p.stderr)
 
 
+class SampledTextTests(unittest.TestCase):
+    # extract --generate --seed: the held-out texts of bench/fresh_bench.py.
+    def gen(self, *extra):
+        return rc("extract", "--checkpoint", CKPT, "--tokenizer", TOK, "--generate", "Once upon a time", "--steps", "40", *extra).stdout
+
+    def test_a_seed_names_one_text_and_seeds_differ(self):
+        a, b, c = self.gen("--seed", "7"), self.gen("--seed", "7"), self.gen("--seed", "8")
+        self.assertEqual(a, b)
+        self.assertNotEqual(a, c)
+        self.assertTrue(a.startswith("Once upon a time"))
+        self.assertNotEqual(a, self.gen())  # not the greedy text
+
+    def test_temperature_towards_zero_is_the_greedy_continuation(self):
+        self.assertEqual(self.gen("--seed", "3", "--temperature", "0.001"), self.gen())
+
+    def test_bad_temperature_is_one_line(self):
+        p = rc("extract", "--checkpoint", CKPT, "--tokenizer", TOK, "--generate", "Once", "--seed", "1", "--temperature", "0", ok=(3,))
+        self.assertIn("temperature", p.stderr)
+        self.assertNotEqual(p.returncode, 0)
+
+
 @needs_torch
 class TorchTests(unittest.TestCase):
     @classmethod

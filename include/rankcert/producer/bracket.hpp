@@ -72,6 +72,9 @@ struct BracketOptions {
     // Greedy row-interpolative search only up to this many entries n N.
     std::uint64_t interpolative_max_entries = 160 * 160;
     std::function<void(const std::string&)> progress;
+    // One line per finished lower-bound search (rows before and after, moves
+    // made); `rankcert bracket --log` prints them to stderr.
+    std::function<void(const std::string&)> search_log;
     // Called after every published bundle with its eps and certified [L, U]
     // (the checker's numbers).  `rankcert audit` uses it to stop a search as
     // soon as the claim it tests is decided (by setting *stop).

@@ -45,6 +45,11 @@ public:
 
     // Greedy continuation: arg-max tokens after the prompt, steps of them.
     std::vector<int> greedy(const std::vector<int>& prompt, int steps);
+    // Sampled continuation: each next token drawn from softmax(logits / temperature)
+    // with a SplitMix64 stream from seed, so a (prompt, seed, temperature) gives the
+    // same text on every platform.  For held-out benchmark texts that are not in
+    // the repository (bench/fresh_bench.py).
+    std::vector<int> sample(const std::vector<int>& prompt, int steps, std::uint64_t seed, double temperature);
 
 private:
     void setup(const std::string& path);

@@ -218,6 +218,32 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
                                                     const NeumannCandidate* start_r = nullptr,
                                                     std::size_t* resume = nullptr,
                                                     std::vector<std::size_t>* rejected = nullptr);
+// Row-set local search (neumann_search.cpp): best-add and swap moves on
+// the row set, each set valued by the all-keys Neumann LP approximated by
+// PDHG from warm starts.  Returns the largest set found whose float value
+// is below 1 - margin (nullopt if none, e.g. a start above it that no swap
+// brings down).
+struct SearchOptions {
+    int start_steps = 1500;     // PDHG steps on the start set
+    int score_steps = 60;       // PDHG steps scoring one outsider (bordered start)
+    int refine_steps = 300;     // PDHG steps for the best few outsiders and for each swap
+    std::size_t refine_top = 4;  // outsiders refined per round
+    std::size_t swap_out = 4;   // rows of I (least dual weight) tried out per round
+    std::size_t swap_in = 4;    // best-scored outsiders tried in for each
+    double admit = 0.99;        // a row joins when its PDHG value is below this
+    double swap_gain = 2e-3;    // a swap is kept when it lowers the value by this much
+    double exact_size = 6000;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this
+    double margin = 1e-6;
+    std::function<void(const std::string&)> progress;
+};
+struct SearchStats {
+    std::size_t start_rows = 0, end_rows = 0, adds = 0, swaps = 0, evaluations = 0;
+    double start_value = 0, end_value = 0;
+    bool local_optimum = false;  // stopped because no add and no swap helped (not the deadline)
+};
+std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, const NeumannCandidate& start,
+                                                     const SearchOptions& so, const Deadline& dl,
+                                                     SearchStats* stats = nullptr);
 // Make a Neumann candidate small on disk (bracket.cpp): drop R's smallest
 // entries while the float value keeps half of its slack below 1 - margin, then
 // round R to float16 or float32 where the value still passes.
