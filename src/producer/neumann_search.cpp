@@ -187,10 +187,14 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
         if (dl.expired() || scored.empty()) break;
         std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.v < b.v; });
         // Refine the best few; the best refined one joins below `admit`.
-        const std::size_t top = std::min(so.refine_top, scored.size());
+        // Where the exact LP is cheap (rows x keys at most exact_all_size;
+        // 32 and 48 tokens) every outsider is refined by it: the PDHG score
+        // of 60 steps misranks them there.
+        const bool all = so.exact_all_size > 0 && static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_all_size;
+        const std::size_t top = all ? scored.size() : std::min(so.refine_top, scored.size());
         for (std::size_t k = 0; k < top && !dl.expired(); ++k) {
             Scored& s = scored[k];
-            if (s.v < so.admit) break;  // already admissible: the best of all
+            if (s.v < so.admit && !all) break;  // already admissible: the best of all
             std::vector<std::size_t> I2 = I;
             I2.push_back(static_cast<std::size_t>(s.c));
             s.v = std::min(s.v, refine(A, eps, I2, s.R, s.Y, so.refine_steps, so.admit, so, dl));
@@ -213,18 +217,28 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
         // Swaps: the rows with the least dual weight out, the best-scored
         // outsiders in.
         const auto m = static_cast<Eigen::Index>(I.size());
-        if (m < 2 || Y.rows() != m) break;
+        if (m < 2) break;
+        if (Y.rows() != m) {  // the exact LP gave R but no dual point: PDHG from that R for one
+            Mat Rc = R;
+            if (Y.rows() != 0 && Y.rows() != m) Y.resize(0, 0);
+            neumann_pdhg(AI, eps, Rc, so.refine_steps, 0.0, dl, &Y);
+            if (Y.rows() != m) break;
+        }
         std::vector<std::pair<double, Eigen::Index>> weight;
         for (Eigen::Index d = 0; d < m; ++d) weight.push_back({Y.row(d).cwiseAbs().sum() + Y.col(d).cwiseAbs().sum(), d});
         std::sort(weight.begin(), weight.end());
         bool moved = false;
-        for (std::size_t a = 0; a < std::min<std::size_t>(so.swap_out, weight.size()) && !moved && !dl.expired(); ++a) {
+        // Where every outsider was valued exactly, every row of I may go out,
+        // for twice as many outsiders.
+        const std::size_t outs = all ? weight.size() : std::min<std::size_t>(so.swap_out, weight.size());
+        const std::size_t ins = all ? 2 * so.swap_in : so.swap_in;
+        for (std::size_t a = 0; a < outs && !moved && !dl.expired(); ++a) {
             const Eigen::Index d = weight[a].second;
             std::vector<std::size_t> J = I;
             Mat RJ = R, YJ = Y;
             drop(J, RJ, YJ, d);
             const Mat QJ = row_basis(rows_of(A, J));
-            for (std::size_t b = 0; b < std::min(so.swap_in, scored.size()) && !dl.expired(); ++b) {
+            for (std::size_t b = 0; b < std::min(ins, scored.size()) && !dl.expired(); ++b) {
                 Mat R2, Y2;
                 const Eigen::Index c = scored[b].c;
                 if (!border(A, QJ, RJ, YJ, c, R2, Y2)) continue;

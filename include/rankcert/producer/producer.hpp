@@ -233,6 +233,7 @@ struct SearchOptions {
     double admit = 0.99;        // a row joins when its PDHG value is below this
     double swap_gain = 2e-3;    // a swap is kept when it lowers the value by this much
     double exact_size = 6000;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this
+    double exact_all_size = 2500;  // refine every outsider (not only the best few) where rows x keys is at most this
     double margin = 1e-6;
     std::function<void(const std::string&)> progress;
 };
