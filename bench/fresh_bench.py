@@ -11,7 +11,10 @@ with the DEFAULT budget (no --time-budget), and reports per text: closed %
 (L = U), within one % (U - L <= 1), median U/L and median U - L.  The
 committed texts given with --committed are run the same way, side by side.
 
-usage: /usr/bin/python3 bench/fresh_bench.py [--seeds 1,2] [--steps 100] [--committed long]
+With --images N it also brackets N synthetic image-like bidirectional heads
+(a CLS token and a 14 x 14 grid of patches, no mask; see image_heads).
+
+usage: /usr/bin/python3 bench/fresh_bench.py [--seeds 1,2] [--steps 100] [--committed long] [--images N]
          [--eps 0.1] [--jobs 2] [--exe build/rankcert] [--markdown FILE] [--csv FILE] [--keep DIR]
 
 Every bundle written is verified by the checker (bracket does that).
@@ -51,6 +54,70 @@ def extract(exe, text_file, out, name):
     return [os.path.join(out, f) for f in heads], tokens
 
 
+def write_f32_npy(path, rows):
+    """A C-order float32 .npy (format 1.0) of a list of equal-length rows, without numpy."""
+    import array
+    n, m = len(rows), len(rows[0])
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (n, m)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    data = array.array("f", [x for r in rows for x in r])
+    if sys.byteorder != "little":
+        data.byteswap()
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin-1") + data.tobytes())
+
+
+def image_heads(out, count, grid, seed0=1):
+    """Synthetic bidirectional image-like heads (issue 43): a CLS token and a
+    grid x grid of patches (197 tokens at grid 14), no mask, logits
+      a * (-|p_i - p_j|^2 / (2 sigma^2))   (2-D locality, patches only)
+      + c * <u_i, v_j>                     (content: rank 8, Gaussian)
+      + b * [j = CLS]                      (a sink column)
+    with sigma, a, c and b drawn per head from the seed.  Written as logits
+    instances (float32 .npy sidecars); returns their paths."""
+    import hashlib
+    import math
+    import random
+    os.makedirs(out, exist_ok=True)
+    n = 1 + grid * grid
+    pos = [None] + [(r, c) for r in range(grid) for c in range(grid)]
+    paths = []
+    for h in range(count):
+        seed = seed0 + h
+        rng = random.Random(seed)
+        sigma = rng.choice([1.0, 1.5, 2.0, 3.0])
+        a = rng.choice([1.0, 2.0, 4.0])
+        c = rng.choice([0.5, 1.0, 2.0])
+        b = rng.choice([0.0, 2.0, 4.0])
+        rank = 8
+        u = [[rng.gauss(0, 1 / math.sqrt(rank)) for _ in range(rank)] for _ in range(n)]
+        v = [[rng.gauss(0, 1 / math.sqrt(rank)) for _ in range(rank)] for _ in range(n)]
+        rows = []
+        for i in range(n):
+            row = []
+            for j in range(n):
+                x = c * sum(p * q for p, q in zip(u[i], v[j]))
+                if pos[i] and pos[j]:
+                    d2 = (pos[i][0] - pos[j][0]) ** 2 + (pos[i][1] - pos[j][1]) ** 2
+                    x -= a * d2 / (2 * sigma * sigma)
+                if j == 0:
+                    x += b
+                row.append(x)
+            rows.append(row)
+        name = f"image{seed}"
+        npy = os.path.join(out, name + ".logits.npy")
+        write_f32_npy(npy, rows)
+        digest = hashlib.sha256(open(npy, "rb").read()).hexdigest()
+        inst = {"instance": {"kind": "logits", "logits": {"npy": name + ".logits.npy", "sha256": digest}},
+                "provenance": {"generator": "bench/fresh_bench.py image_heads", "seed": seed, "grid": grid,
+                               "sigma": sigma, "locality": a, "content": c, "content_rank": rank, "sink": b}}
+        path = os.path.join(out, name + ".json")
+        with open(path, "w") as f:
+            json.dump(inst, f, indent=1)
+        paths.append(path)
+    return paths
+
+
 def bracket(exe, inst, eps, out):
     t = time.time()
     p = subprocess.run([exe, "bracket", "--instance", inst, "--eps", eps, "--out", out, "--json", "-q", "--log"],
@@ -84,6 +151,8 @@ def main():
     ap.add_argument("--eps", default="0.1")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--exe", default=os.path.join(ROOT, "build/rankcert"))
+    ap.add_argument("--images", type=int, default=0, help="also N synthetic image-like bidirectional heads (seeds 1..N)")
+    ap.add_argument("--grid", type=int, default=14, help="patch grid of the image-like heads (1 + grid^2 tokens)")
     ap.add_argument("--heads", type=int, default=0, help="only the first N heads of each text (0: all 40)")
     ap.add_argument("--markdown", help="write the table here too")
     ap.add_argument("--csv", help="one line per head and eps here")
@@ -100,9 +169,14 @@ def main():
         sets.append((f"fresh seed {s}", f"fresh{s}", path))
     for t in [x for x in a.committed.split(",") if x]:
         sets.append((f"committed {t}", t, os.path.join(ROOT, "certificates/real/texts", t + ".txt")))
+    if a.images:
+        sets.append((f"image-like, {a.grid}x{a.grid}+CLS", "images", None))
     table, lines = [], []
     for label, name, path in sets:
-        heads, tokens = extract(a.exe, path, os.path.join(work, "heads-" + name), name)
+        if path is None:
+            heads, tokens = image_heads(os.path.join(work, "heads-images"), a.images, a.grid), 1 + a.grid * a.grid
+        else:
+            heads, tokens = extract(a.exe, path, os.path.join(work, "heads-" + name), name)
         if a.heads:
             heads = heads[:a.heads]
         t0 = time.time()

@@ -579,7 +579,8 @@ TEST_CASE("neumann_local_search: known answers for the row-set search", "[bracke
         CHECK(c->float_value < 1 - 1e-6);
     }
     // A start above 1 that no add or swap can bring below it gives nothing
-    // (two equal rows, nothing else to swap in).
+    // (two equal rows, nothing else to swap in); a restart from one row finds
+    // the one-row set (value 0.1) and nothing larger.
     {
         Mat A(2, 3);
         A.row(0) << 0.2, 0.3, 0.5;
@@ -587,7 +588,45 @@ TEST_CASE("neumann_local_search: known answers for the row-set search", "[bracke
         NeumannCandidate start;
         start.rows = {0, 1};
         start.N = 3;
-        CHECK(!neumann_local_search(A, 0.1, start, SearchOptions{}, dl));
+        SearchOptions none;
+        none.restarts = 0;
+        CHECK(!neumann_local_search(A, 0.1, start, none, dl));
+        auto one = neumann_local_search(A, 0.1, start, SearchOptions{}, dl);
+        REQUIRE(one);
+        CHECK(one->rows.size() == 1);
+    }
+}
+
+TEST_CASE("neumann_local_search: restarts never lose the first search's set", "[bracket]") {
+    // After the first local optimum the search restarts (from single rows
+    // where n <= restart_all_rows, else from the best set with a quarter of
+    // its rows out).  What comes back is the largest admissible set of all
+    // runs: never smaller than without restarts, and its value is that of its
+    // own R.  Both kinds are exercised: single-row restarts (16 rows) and
+    // kicks (restart_all_rows = 8).
+    const Mat A = causal_exp_head(16, 1);
+    NeumannCandidate start;
+    start.rows = {0, 5};
+    start.N = 16;
+    for (std::size_t all : {std::size_t{64}, std::size_t{8}}) {
+        SearchOptions none;
+        none.restarts = 0;
+        SearchStats s0;
+        auto a = neumann_local_search(A, 0.1, start, none, Deadline{}.within(60), &s0);
+        REQUIRE(a);
+        CHECK(s0.restarts == 0);
+        SearchOptions some;
+        some.restarts = 3;
+        some.restart_all_rows = all;
+        SearchStats s1;
+        auto b = neumann_local_search(A, 0.1, start, some, Deadline{}.within(60), &s1);
+        REQUIRE(b);
+        if (s0.local_optimum) CHECK(s1.restarts == 3);
+        CHECK(b->rows.size() >= a->rows.size());
+        CHECK(s1.end_rows == b->rows.size());
+        CHECK(b->float_value < 1 - 1e-6);
+        CHECK(b->float_value == Approx(neumann_float_value(A, 0.1, b->rows, b->r, b->N)).epsilon(1e-15));
+        CHECK(std::is_sorted(b->rows.begin(), b->rows.end()));
     }
 }
 

@@ -608,7 +608,8 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             opt.search_log("eps " + eps.text + ": row search " + std::to_string(ss.start_rows) + " -> " + std::to_string(ss.end_rows) +
                            " rows, value " + std::to_string(ss.start_value) + " -> " + std::to_string(ss.end_value) + ", " +
                            std::to_string(ss.adds) + " adds, " + std::to_string(ss.swaps) + " swaps, " +
-                           std::to_string(ss.evaluations) + " PDHG runs" + (ss.local_optimum ? ", local optimum" : ""));
+                           std::to_string(ss.evaluations) + " PDHG runs" + (ss.local_optimum ? ", local optimum" : "") + ", " +
+                           std::to_string(ss.restarts) + " restarts");
         if (!nc || nc->rows.size() <= st.L) return false;
         const std::string eps_stem = opt.stem + "-eps" + eps.file_text();
         compact_neumann(A, eps.approx, *nc, lopt.margin);

@@ -235,10 +235,13 @@ struct SearchOptions {
     double exact_size = 6000;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this
     double exact_all_size = 2500;  // refine every outsider (not only the best few) where rows x keys is at most this
     double margin = 1e-6;
+    std::size_t restarts = 1000;         // searches after the first local optimum, while time is left
+    std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, kicks
+    std::uint64_t seed = 1;             // the restarts' order
     std::function<void(const std::string&)> progress;
 };
 struct SearchStats {
-    std::size_t start_rows = 0, end_rows = 0, adds = 0, swaps = 0, evaluations = 0;
+    std::size_t start_rows = 0, end_rows = 0, adds = 0, swaps = 0, evaluations = 0, restarts = 0;
     double start_value = 0, end_value = 0;
     bool local_optimum = false;  // stopped because no add and no swap helped (not the deadline)
 };
