@@ -2,6 +2,7 @@
 #include "produce.hpp"
 
 #include <array>
+#include <cmath>
 #include <optional>
 
 namespace rankcert::cli {
@@ -50,7 +51,15 @@ struct Recorded {
 };
 
 int write_instances(const Recorded& r, std::size_t T, const std::string& out, const std::string& name, const json& base_prov,
-                    const std::array<std::string, 2>& qk_note) {
+                    const std::array<std::string, 2>& qk_note, const std::string& mask = "causal") {
+    // Weights or inputs that overflow float32 give inf/NaN queries: say so
+    // here rather than write instances the checker must refuse.
+    for (int l = 0; l < r.n_layers; ++l)
+        for (const auto* v : {&r.q[static_cast<std::size_t>(l)], &r.k[static_cast<std::size_t>(l)]})
+            for (float x : *v)
+                if (!std::isfinite(x))
+                    throw InputError("rankcert extract: layer " + std::to_string(l) +
+                                     ": a query or key is not finite in float32 (weights or input out of range)");
     fs::create_directories(out);
     const std::size_t hs = static_cast<std::size_t>(r.head_size), qdim = hs * static_cast<std::size_t>(r.n_heads),
                       kdim = hs * static_cast<std::size_t>(r.n_kv_heads);
@@ -77,7 +86,7 @@ int write_instances(const Recorded& r, std::size_t T, const std::string& out, co
                          {"q", {{"npy", qfile}, {"sha256", file_sha(out + "/" + qfile)}}},
                          {"k", {{"npy", kfile}, {"sha256", file_sha(out + "/" + kfile)}}},
                          {"scale", {{"rsqrt", hs}}},
-                         {"mask", "causal"}};
+                         {"mask", mask}};
             json prov = base_prov;
             prov["layer"] = l;
             prov["head"] = h;
@@ -98,16 +107,18 @@ int write_instances(const Recorded& r, std::size_t T, const std::string& out, co
 
 int extract_main(int argc, char** argv) {
     CLI::App app{"rankcert extract: run a model over a text and write, for every layer and query head, the float32 "
-                 "queries and keys the model's attention uses (post-RoPE for llama) with the causal mask as an "
-                 "instance (JSON + .npy sidecars).  Models: llama2.c checkpoints (--checkpoint) and HuggingFace "
-                 "folders of the llama and gpt2 families (--hf).",
+                 "queries and keys the model's attention uses (post-RoPE for llama) with the model's mask (causal "
+                 "for decoders, none for encoders) as an instance (JSON + .npy sidecars).  Models: llama2.c "
+                 "checkpoints (--checkpoint) and HuggingFace folders of the llama, mistral, gpt2, bert and vit "
+                 "families (--hf).",
                  "rankcert extract"};
-    std::string checkpoint, hf, tokenizer, text, text_file, tokens_text, tokens_file, out = ".", name = "text", generate;
+    std::string checkpoint, hf, tokenizer, text, text_file, tokens_text, tokens_file, out = ".", name = "text", generate, pixels;
     int steps = 64;
     std::optional<std::uint64_t> seed;
     double temperature = 1.0;
     app.add_option("--checkpoint", checkpoint, "llama2.c checkpoint (.bin)");
-    app.add_option("--hf", hf, "HuggingFace model folder (config.json + model.safetensors), llama or gpt2 family");
+    app.add_option("--hf", hf, "HuggingFace model folder (config.json + model.safetensors): llama, mistral, gpt2, bert or vit");
+    app.add_option("--pixels", pixels, "vit: the image, a normalised float32 .npy of shape [C,H,W] or [1,C,H,W] (H, W = image_size)");
     app.add_option("--tokenizer", tokenizer, "llama2.c tokenizer (tok*.bin), to encode --text");
     app.add_option("--text", text, "Text to run the model over");
     app.add_option("--text-file", text_file, "File holding the text");
@@ -123,8 +134,10 @@ int extract_main(int argc, char** argv) {
     return run_command(app, argc, argv, "rankcert extract", [&]() -> int {
         if (checkpoint.empty() == hf.empty()) throw InputError("rankcert extract: give exactly one of --checkpoint, --hf");
         const std::string family = hf.empty() ? "llama2c" : hf_model_type(hf);
-        if (family != "llama2c" && family != "llama" && family != "gpt2")
-            throw InputError(hf + "/config.json: model_type: \"" + family.substr(0, 30) + "\" is not supported (llama, gpt2)");
+        if (family != "llama2c" && family != "llama" && family != "mistral" && family != "gpt2" && family != "bert" && family != "vit")
+            throw InputError(hf + "/config.json: model_type: \"" + family.substr(0, 30) +
+                             "\" is not supported (llama, mistral, gpt2, bert, vit)");
+        if (!pixels.empty() && family != "vit") throw InputError("rankcert extract: --pixels is for vit models only");
         if (!text_file.empty()) {
             std::ifstream in(text_file);
             if (!in) throw InputError(text_file + ": cannot open file");
@@ -137,7 +150,7 @@ int extract_main(int argc, char** argv) {
             tokens_text.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         }
         const bool have_tokens = !tokens_text.empty() || !tokens_file.empty();
-        if (have_tokens == (!text.empty() || !generate.empty()))
+        if (family != "vit" && have_tokens == (!text.empty() || !generate.empty()))
             throw InputError("rankcert extract: give a text (--text, --text-file, --generate) or token ids (--tokens, --tokens-file), not both");
         json prov = {{"model", hf.empty() ? fs::path(checkpoint).filename().string() : fs::path(hf).filename().string()}};
         if (!hf.empty()) {
@@ -146,6 +159,34 @@ int extract_main(int argc, char** argv) {
                 if (path_exists(fs::path(hf) / f)) prov[std::string(f) + "_sha256"] = file_sha((fs::path(hf) / f).string());
         } else {
             prov["checkpoint_sha256"] = file_sha(checkpoint);
+        }
+        if (family == "vit") {
+            if (pixels.empty()) throw InputError("rankcert extract: a vit model needs --pixels IMG.npy (a normalised float32 [3,H,W] image)");
+            if (!text.empty() || !tokens_text.empty() || !tokens_file.empty() || !generate.empty())
+                throw InputError("rankcert extract: a vit model reads --pixels, not a text or token ids");
+            EncoderModel model(hf);
+            model.forward_pixels(parse_npy_nd(read_file_bytes(pixels), pixels), pixels);
+            prov["pixels"] = fs::path(pixels).filename().string();
+            prov["pixels_sha256"] = file_sha(pixels);
+            return write_instances({model.n_layers(), model.n_heads(), model.n_heads(), model.head_size(), model.recorded_q(),
+                                    model.recorded_k()},
+                                   model.tokens(), out, name, prov,
+                                   {"float32 queries of this head (query Linear output, vit forward pass, rankcert extract; token 0 is CLS, "
+                                    "then the patches row by row)", "float32 keys of this head (key Linear output)"},
+                                   "none");
+        }
+        if (family == "bert") {
+            if (!have_tokens) throw InputError("rankcert extract: a bert model needs --tokens or --tokens-file (its WordPiece tokenizer is not built in)");
+            EncoderModel model(hf);
+            const auto tokens = parse_tokens(tokens_text, tokens_file.empty() ? "--tokens" : tokens_file);
+            model.forward_tokens(tokens);
+            prov["token_ids"] = tokens;
+            return write_instances({model.n_layers(), model.n_heads(), model.n_heads(), model.head_size(), model.recorded_q(),
+                                    model.recorded_k()},
+                                   tokens.size(), out, name, prov,
+                                   {"float32 queries of this head (query Linear output, bert forward pass, token type 0, rankcert extract)",
+                                    "float32 keys of this head (key Linear output)"},
+                                   "none");
         }
         if (family == "gpt2") {
             if (!have_tokens) throw InputError("rankcert extract: a gpt2 model needs --tokens or --tokens-file (its BPE tokenizer is not built in)");
@@ -180,6 +221,12 @@ int extract_main(int argc, char** argv) {
         }
         if (tokens.size() > static_cast<std::size_t>(c.seq_len))
             throw InputError("text: " + std::to_string(tokens.size()) + " tokens exceed seq_len " + std::to_string(c.seq_len));
+        if (family == "mistral") {  // a window shorter than the text would change the mask
+            const std::int64_t window = hf_sliding_window(hf);
+            if (window > 0 && tokens.size() > static_cast<std::size_t>(window))
+                throw InputError(hf + "/config.json: sliding_window: " + std::to_string(window) + " is shorter than the " +
+                                 std::to_string(tokens.size()) + " tokens (the banded mask is not supported)");
+        }
         model.forward(tokens, true);
         return write_instances({c.n_layers, c.n_heads, c.n_kv_heads, c.head_size(), model.recorded_q(), model.recorded_k()},
                                tokens.size(), out, name, prov, {"post-RoPE float32 queries of this head (llama2.c forward pass, rankcert extract)",

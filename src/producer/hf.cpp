@@ -162,6 +162,12 @@ std::string hf_model_type(const std::string& dir) {
     return c["model_type"].get<std::string>();
 }
 
+std::int64_t hf_sliding_window(const std::string& dir) {
+    const json c = read_config(dir);
+    if (!c.contains("sliding_window") || c["sliding_window"].is_null()) return 0;
+    return config_int(c, dir, "sliding_window");
+}
+
 Llama2Model load_hf_llama(const std::string& dir) {
     const json c = read_config(dir);
     const std::string cfg = dir + "/config.json";
@@ -324,6 +330,212 @@ std::vector<float> Gpt2Model::forward(const std::vector<int>& tokens) {
     const MatF last = layer_norm(x.bottomRows(1), lnf_w_, lnf_b_);
     const Eigen::RowVectorXf logits = last * MapM(wte_.data(), vocab_, E).transpose();
     return std::vector<float>(logits.data(), logits.data() + logits.size());
+}
+
+EncoderModel::EncoderModel(const std::string& dir) {
+    const json c = read_config(dir);
+    const std::string cfg = dir + "/config.json";
+    family_ = c.contains("model_type") && c["model_type"].is_string() ? c["model_type"].get<std::string>() : "";
+    if (family_ != "bert" && family_ != "vit") throw InputError(cfg + ": model_type: not bert or vit");
+    E_ = config_int(c, dir, "hidden_size");
+    n_layer_ = config_int(c, dir, "num_hidden_layers");
+    n_head_ = config_int(c, dir, "num_attention_heads");
+    inner_ = config_int(c, dir, "intermediate_size");
+    ln_eps_ = config_float(c, dir, "layer_norm_eps", 1e-12f);
+    if (E_ % n_head_) throw InputError(cfg + ": num_attention_heads: does not divide hidden_size");
+    act_ = config_string(c, dir, "hidden_act", "gelu");
+    if (act_ != "gelu" && act_ != "gelu_new" && act_ != "gelu_pytorch_tanh")
+        throw InputError(cfg + ": hidden_act: only gelu, gelu_new and gelu_pytorch_tanh are supported, found " + act_.substr(0, 30));
+    using U = std::uint64_t;
+    const U E = static_cast<U>(E_), I = static_cast<U>(inner_);
+    bool qkv_bias = true;
+    if (family_ == "bert") {
+        if (config_string(c, dir, "position_embedding_type", "absolute") != "absolute")
+            throw InputError(cfg + ": position_embedding_type: only absolute is supported");
+        positions_ = config_int(c, dir, "max_position_embeddings");
+        vocab_ = config_int(c, dir, "vocab_size");
+        config_int(c, dir, "type_vocab_size", 2);
+    } else {
+        image_ = config_int(c, dir, "image_size");
+        patch_ = config_int(c, dir, "patch_size");
+        channels_ = config_int(c, dir, "num_channels", 3);
+        if (image_ % patch_) throw InputError(cfg + ": patch_size: does not divide image_size");
+        if (image_ / patch_ > 1024) throw InputError(cfg + ": image_size / patch_size: above 1024");
+        positions_ = (image_ / patch_) * (image_ / patch_) + 1;
+        qkv_bias = config_bool(c, dir, "qkv_bias", true);
+    }
+    WeightStore w(dir);
+    {
+        // The config's sizes against the stored weights, before any allocation.
+        const U table = family_ == "bert" ? (static_cast<U>(vocab_) + static_cast<U>(positions_)) * E
+                                          : static_cast<U>(positions_) * E + E * static_cast<U>(channels_) * static_cast<U>(patch_) * static_cast<U>(patch_);
+        const U want = static_cast<U>(n_layer_) * (4 * E * E + 2 * E * I) + table;
+        if (want > w.stored_elements())
+            throw InputError(cfg + ": the config implies at least " + std::to_string(want) + " weights, the checkpoint holds " +
+                             std::to_string(w.stored_elements()));
+    }
+    const std::string head = family_ == "bert" ? "bert." : "vit.";
+    const std::string pre = w.has(head + "embeddings." + (family_ == "bert" ? "word_embeddings.weight" : "cls_token")) ? head : "";
+    const std::string e = pre + "embeddings.";
+    // LayerNorm weights: "weight"/"bias", or the old "gamma"/"beta".
+    auto ln = [&](const std::string& at, std::vector<float>& g, std::vector<float>& b) {
+        const bool old = !w.has(at + ".weight") && w.has(at + ".gamma");
+        g = w.get(at + (old ? ".gamma" : ".weight"), {E});
+        b = w.get(at + (old ? ".beta" : ".bias"), {E});
+    };
+    if (family_ == "bert") {
+        word_ = w.get(e + "word_embeddings.weight", {static_cast<U>(vocab_), E});
+        pos_ = w.get(e + "position_embeddings.weight", {static_cast<U>(positions_), E});
+        const U types = static_cast<U>(config_int(c, dir, "type_vocab_size", 2));
+        type0_ = w.get(e + "token_type_embeddings.weight", {types, E});
+        type0_.resize(static_cast<std::size_t>(E));  // token type 0 only
+        ln(e + "LayerNorm", emb_ln_w_, emb_ln_b_);
+    } else {
+        cls_ = w.get(e + "cls_token", {1, 1, E});
+        pos_ = w.get(e + "position_embeddings", {1, static_cast<U>(positions_), E});
+        patch_w_ = w.get(e + "patch_embeddings.projection.weight", {E, static_cast<U>(channels_), static_cast<U>(patch_), static_cast<U>(patch_)});
+        patch_b_ = w.get(e + "patch_embeddings.projection.bias", {E});
+    }
+    for (int l = 0; l < n_layer_; ++l) {
+        const std::string h = pre + "encoder.layer." + std::to_string(l) + ".";
+        const std::string att = h + (family_ == "bert" ? "attention.self." : "attention.attention.");
+        Layer L;
+        auto lin = [&](const std::string& at, std::vector<float>& W, std::vector<float>& b, U out, U in, bool bias) {
+            W = w.get(at + ".weight", {out, in});
+            b = bias ? w.get(at + ".bias", {out}) : std::vector<float>(static_cast<std::size_t>(out), 0.0f);
+        };
+        lin(att + "query", L.wq, L.bq, E, E, qkv_bias);
+        lin(att + "key", L.wk, L.bk, E, E, qkv_bias);
+        lin(att + "value", L.wv, L.bv, E, E, qkv_bias);
+        lin(h + "attention.output.dense", L.wo, L.bo, E, E, true);
+        lin(h + "intermediate.dense", L.w1, L.b1, I, E, true);
+        lin(h + "output.dense", L.w2, L.b2, E, I, true);
+        if (family_ == "bert") {
+            ln(h + "attention.output.LayerNorm", L.ln1_w, L.ln1_b);  // after attention (post-LN)
+            ln(h + "output.LayerNorm", L.ln2_w, L.ln2_b);
+        } else {
+            ln(h + "layernorm_before", L.ln1_w, L.ln1_b);  // before attention (pre-LN)
+            ln(h + "layernorm_after", L.ln2_w, L.ln2_b);
+        }
+        layers_.push_back(std::move(L));
+    }
+}
+
+void EncoderModel::forward_tokens(const std::vector<int>& tokens) {
+    if (family_ != "bert") throw InputError("rankcert extract: a vit model needs --pixels, not tokens");
+    if (tokens.empty()) throw InputError("tokens: none given");
+    if (tokens.size() > static_cast<std::size_t>(positions_))
+        throw InputError("tokens: " + std::to_string(tokens.size()) + " exceed the model's max_position_embeddings " +
+                         std::to_string(positions_));
+    const std::size_t E = static_cast<std::size_t>(E_);
+    std::vector<float> x(tokens.size() * E);
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+        const int id = tokens[t];
+        if (id < 0 || id >= vocab_) throw InputError("tokens: id " + std::to_string(id) + " is outside the vocabulary");
+        for (std::size_t i = 0; i < E; ++i)
+            x[t * E + i] = word_[static_cast<std::size_t>(id) * E + i] + pos_[t * E + i] + type0_[i];
+    }
+    run(std::move(x));
+}
+
+void EncoderModel::forward_pixels(const NdTensor& px, const std::string& where) {
+    if (family_ != "vit") throw InputError("rankcert extract: --pixels needs a vit model");
+    std::vector<std::uint64_t> s = px.shape;
+    if (s.size() == 4 && s[0] == 1) s.erase(s.begin());
+    const auto C = static_cast<std::uint64_t>(channels_), H = static_cast<std::uint64_t>(image_);
+    if (s.size() != 3 || s[0] != C)
+        throw InputError(where + ": shape must be [" + std::to_string(C) + ", H, W] or [1, " + std::to_string(C) + ", H, W]");
+    if (s[1] != H || s[2] != H)
+        throw InputError(where + ": image is " + std::to_string(s[1]) + " x " + std::to_string(s[2]) + ", the model's image_size is " +
+                         std::to_string(H) + " x " + std::to_string(H) + " (resize it first)");
+    if (px.dtype != "f32" && px.dtype != "f64" && px.dtype != "f16" && px.dtype != "bf16")
+        throw InputError(where + ": dtype " + px.dtype + " is not a float type (give the normalised pixel values)");
+    const std::vector<float> img = to_float32(px);
+    for (float v : img)
+        if (!std::isfinite(v)) throw InputError(where + ": a pixel value is not finite");
+    const std::size_t E = static_cast<std::size_t>(E_), p = static_cast<std::size_t>(patch_), g = static_cast<std::size_t>(image_ / patch_),
+                      n = static_cast<std::size_t>(image_);
+    std::vector<float> x((g * g + 1) * E);
+    for (std::size_t i = 0; i < E; ++i) x[i] = cls_[i] + pos_[i];
+    for (std::size_t r = 0; r < g; ++r)
+        for (std::size_t c = 0; c < g; ++c) {
+            const std::size_t t = 1 + r * g + c;
+            for (std::size_t o = 0; o < E; ++o) {
+                float acc = patch_b_[o];
+                for (std::size_t ch = 0; ch < C; ++ch)
+                    for (std::size_t a = 0; a < p; ++a)
+                        for (std::size_t b = 0; b < p; ++b)
+                            acc += patch_w_[((o * C + ch) * p + a) * p + b] * img[(ch * n + r * p + a) * n + c * p + b];
+                x[t * E + o] = acc + pos_[t * E + o];
+            }
+        }
+    run(std::move(x));
+}
+
+void EncoderModel::run(std::vector<float> xs) {
+    using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using MapM = Eigen::Map<const MatF>;
+    using MapV = Eigen::Map<const Eigen::RowVectorXf>;
+    const Eigen::Index E = E_, hs = head_size(), I = inner_;
+    const Eigen::Index T = static_cast<Eigen::Index>(xs.size()) / E;
+    T_ = static_cast<std::size_t>(T);
+    MatF x = Eigen::Map<MatF>(xs.data(), T, E);
+    auto layer_norm = [&](const MatF& in, const std::vector<float>& g, const std::vector<float>& b) {
+        MatF out(in.rows(), in.cols());
+        for (Eigen::Index t = 0; t < in.rows(); ++t) {
+            const float mean = in.row(t).sum() / static_cast<float>(E);
+            const Eigen::RowVectorXf cen = in.row(t).array() - mean;
+            const float var = cen.squaredNorm() / static_cast<float>(E);
+            out.row(t) = (cen / std::sqrt(var + ln_eps_)).cwiseProduct(MapV(g.data(), E)) + MapV(b.data(), E);
+        }
+        return out;
+    };
+    // y = x W^T + b for a Linear layer's weight [out, in].
+    auto linear = [&](const MatF& in, const std::vector<float>& W, const std::vector<float>& b, Eigen::Index out) {
+        MatF y = in * MapM(W.data(), out, in.cols()).transpose();
+        y.rowwise() += MapV(b.data(), out);
+        return y;
+    };
+    const bool tanh_gelu = act_ != "gelu";
+    auto gelu = [tanh_gelu](float z) {
+        if (tanh_gelu) {
+            const float c0 = std::sqrt(2.0f / static_cast<float>(M_PI));
+            return 0.5f * z * (1.0f + std::tanh(c0 * (z + 0.044715f * z * z * z)));
+        }
+        return 0.5f * z * (1.0f + std::erf(z / std::sqrt(2.0f)));
+    };
+    if (family_ == "bert") x = layer_norm(x, emb_ln_w_, emb_ln_b_);
+    q_.assign(static_cast<std::size_t>(n_layer_), {});
+    k_.assign(static_cast<std::size_t>(n_layer_), {});
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+    const bool pre_ln = family_ == "vit";
+    for (int l = 0; l < n_layer_; ++l) {
+        const Layer& L = layers_[static_cast<std::size_t>(l)];
+        const MatF h = pre_ln ? layer_norm(x, L.ln1_w, L.ln1_b) : x;
+        const MatF q = linear(h, L.wq, L.bq, E), k = linear(h, L.wk, L.bk, E), v = linear(h, L.wv, L.bv, E);
+        q_[static_cast<std::size_t>(l)].assign(q.data(), q.data() + q.size());
+        k_[static_cast<std::size_t>(l)].assign(k.data(), k.data() + k.size());
+        MatF att(T, E);
+        for (Eigen::Index hd = 0; hd < n_head_; ++hd) {
+            MatF s = (q.middleCols(hd * hs, hs) * k.middleCols(hd * hs, hs).transpose()) * scale;
+            for (Eigen::Index i = 0; i < T; ++i) {  // no mask: every key
+                const float mx = s.row(i).maxCoeff();
+                s.row(i) = (s.row(i).array() - mx).exp();
+                s.row(i) /= s.row(i).sum();
+            }
+            att.middleCols(hd * hs, hs) = s * v.middleCols(hd * hs, hs);
+        }
+        const MatF o = linear(att, L.wo, L.bo, E);
+        if (pre_ln) {
+            x += o;
+            MatF f = linear(layer_norm(x, L.ln2_w, L.ln2_b), L.w1, L.b1, I).unaryExpr(gelu);
+            x += linear(f, L.w2, L.b2, E);
+        } else {
+            x = layer_norm(x + o, L.ln1_w, L.ln1_b);
+            MatF f = linear(x, L.w1, L.b1, I).unaryExpr(gelu);
+            x = layer_norm(x + linear(f, L.w2, L.b2, E), L.ln2_w, L.ln2_b);
+        }
+    }
 }
 
 }  // namespace rankcert::producer

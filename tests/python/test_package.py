@@ -173,11 +173,21 @@ class HuggingFaceLayoutTests(unittest.TestCase):
             # The permutation matters: without undoing it the queries differ.
             with open(os.path.join(d, "hf", "config.json")) as f:
                 cfg = json.load(f)
-            cfg["model_type"] = "mistral"
+            cfg["model_type"] = "falcon"
             with open(os.path.join(d, "hf", "config.json"), "w") as f:
                 json.dump(cfg, f)
             p = rc("extract", "--hf", os.path.join(d, "hf"), "--tokens", "1,2", "--out", d, ok=(3,))
             self.assertIn("model_type", p.stderr)
+            # mistral: the llama path; a sliding window shorter than the text is refused.
+            cfg["model_type"] = "mistral"
+            cfg["sliding_window"] = 4
+            with open(os.path.join(d, "hf", "config.json"), "w") as f:
+                json.dump(cfg, f)
+            p = rc("extract", "--hf", os.path.join(d, "hf"), "--tokens", "1,2,3,4,5", "--out", d, ok=(3,))
+            self.assertIn("sliding_window", p.stderr)
+            rc("extract", "--hf", os.path.join(d, "hf"), "--tokens", "1,2,3,4", "--out", os.path.join(d, "m"), "--name", "m")
+            with open(os.path.join(d, "m", "m-L0-H0.json")) as f:
+                self.assertEqual(json.load(f)["provenance"]["model_type"], "mistral")
 
     def test_gpt2_layout_matches_a_direct_computation(self):
         rng = np.random.default_rng(4)
@@ -235,6 +245,188 @@ class HuggingFaceLayoutTests(unittest.TestCase):
             self.assertIn("outside the vocabulary", p.stderr)
             p = rc("extract", "--hf", hf, "--text", "hello", "--out", d, ok=(3,))
             self.assertIn("needs --tokens", p.stderr)
+
+
+def _ln64(x, g, b, eps):
+    m = x.mean(-1, keepdims=True)
+    return (x - m) / np.sqrt(((x - m) ** 2).mean(-1, keepdims=True) + eps) * g + b
+
+
+def _gelu_erf(z):
+    from math import erf
+    return 0.5 * z * (1 + np.vectorize(erf)(z / np.sqrt(2)))
+
+
+def _encoder_weights(rng, E, I, L, layer_names, family):
+    """Random weights of a bert or vit encoder in HF key names (no prefix)."""
+    w = {}
+    for l in range(L):
+        h = f"encoder.layer.{l}."
+        for lin, (o, i) in layer_names.items():
+            w[h + lin + ".weight"] = 0.3 * rng.standard_normal((o, i))
+            w[h + lin + ".bias"] = 0.1 * rng.standard_normal(o)
+        lns = ["attention.output.LayerNorm", "output.LayerNorm"] if family == "bert" else ["layernorm_before", "layernorm_after"]
+        for n in lns:
+            w[h + n + ".weight"] = 1 + 0.1 * rng.standard_normal(E)
+            w[h + n + ".bias"] = 0.1 * rng.standard_normal(E)
+    return w
+
+
+def _encoder_qk64(w, x, E, H, L, family, eps):
+    """Float64 forward pass of HF BertModel (post-LN) / ViTModel (pre-LN): every layer's q and k."""
+    att = "attention.self." if family == "bert" else "attention.attention."
+    lin = lambda h, n, z: z @ w[h + n + ".weight"].T + w[h + n + ".bias"]
+    out, hs = [], E // H
+    for l in range(L):
+        h = f"encoder.layer.{l}."
+        z = _ln64(x, w[h + "layernorm_before.weight"], w[h + "layernorm_before.bias"], eps) if family == "vit" else x
+        q, k, v = lin(h, att + "query", z), lin(h, att + "key", z), lin(h, att + "value", z)
+        out.append((q, k))
+        heads = []
+        for j in range(H):
+            s = q[:, j * hs:(j + 1) * hs] @ k[:, j * hs:(j + 1) * hs].T / np.sqrt(hs)
+            s = np.exp(s - s.max(1, keepdims=True))
+            heads.append((s / s.sum(1, keepdims=True)) @ v[:, j * hs:(j + 1) * hs])
+        o = lin(h, "attention.output.dense", np.concatenate(heads, axis=1))
+        if family == "vit":
+            x = x + o
+            f = _gelu_erf(lin(h, "intermediate.dense", _ln64(x, w[h + "layernorm_after.weight"], w[h + "layernorm_after.bias"], eps)))
+            x = x + lin(h, "output.dense", f)
+        else:
+            x = _ln64(x + o, w[h + "attention.output.LayerNorm.weight"], w[h + "attention.output.LayerNorm.bias"], eps)
+            f = _gelu_erf(lin(h, "intermediate.dense", x))
+            x = _ln64(x + lin(h, "output.dense", f), w[h + "output.LayerNorm.weight"], w[h + "output.LayerNorm.bias"], eps)
+    return out
+
+
+class EncoderFamilyTests(unittest.TestCase):
+    # extract --hf for bert and vit folders: q and k against an independent
+    # float64 forward pass, no mask, and one-line errors.
+    E, H, L, I = 16, 2, 2, 32
+
+    def layer_names(self, family):
+        E, I = self.E, self.I
+        att = "attention.self." if family == "bert" else "attention.attention."
+        return {att + "query": (E, E), att + "key": (E, E), att + "value": (E, E), "attention.output.dense": (E, E),
+                "intermediate.dense": (I, E), "output.dense": (E, I)}
+
+    def check(self, d, name, want, T):
+        hs = self.E // self.H
+        for l in range(self.L):
+            for h in range(self.H):
+                with open(os.path.join(d, f"{name}-L{l}-H{h}.json")) as f:
+                    doc = json.load(f)
+                self.assertEqual(doc["instance"]["mask"], "none")
+                self.assertEqual(doc["instance"]["scale"], {"rsqrt": hs})
+                q = np.load(os.path.join(d, doc["instance"]["q"]["npy"]))
+                k = np.load(os.path.join(d, doc["instance"]["k"]["npy"]))
+                self.assertEqual(q.shape, (T, hs))
+                np.testing.assert_allclose(q, want[l][0][:, h * hs:(h + 1) * hs], rtol=1e-4, atol=1e-4)
+                np.testing.assert_allclose(k, want[l][1][:, h * hs:(h + 1) * hs], rtol=1e-4, atol=1e-4)
+
+    def test_bert_matches_a_float64_forward_pass(self):
+        rng = np.random.default_rng(11)
+        E, H, L, I, V, P, T = self.E, self.H, self.L, self.I, 40, 24, 13
+        w = _encoder_weights(rng, E, I, L, self.layer_names("bert"), "bert")
+        w.update({"embeddings.word_embeddings.weight": rng.standard_normal((V, E)),
+                  "embeddings.position_embeddings.weight": 0.1 * rng.standard_normal((P, E)),
+                  "embeddings.token_type_embeddings.weight": 0.1 * rng.standard_normal((2, E)),
+                  "embeddings.LayerNorm.weight": 1 + 0.1 * rng.standard_normal(E),
+                  "embeddings.LayerNorm.bias": 0.1 * rng.standard_normal(E)})
+        w = {k: v.astype(np.float32) for k, v in w.items()}
+        tokens = rng.integers(0, V, T)
+        x = (w["embeddings.word_embeddings.weight"][tokens].astype(np.float64) + w["embeddings.position_embeddings.weight"][:T]
+             + w["embeddings.token_type_embeddings.weight"][0])
+        x = _ln64(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], 1e-12)
+        want = _encoder_qk64(w, x, E, H, L, "bert", 1e-12)
+        with tempfile.TemporaryDirectory() as d:
+            hf = os.path.join(d, "bert")
+            os.makedirs(hf)
+            cfg = {"model_type": "bert", "hidden_size": E, "num_hidden_layers": L, "num_attention_heads": H,
+                   "intermediate_size": I, "max_position_embeddings": P, "vocab_size": V, "type_vocab_size": 2,
+                   "layer_norm_eps": 1e-12, "hidden_act": "gelu"}
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            # BertForSequenceClassification's layout: every key under "bert."
+            rankcert.write_safetensors(os.path.join(hf, "model.safetensors"), {"bert." + k: v for k, v in w.items()})
+            toks = ",".join(map(str, tokens))
+            rc("extract", "--hf", hf, "--tokens", toks, "--out", os.path.join(d, "out"), "--name", "b")
+            self.check(os.path.join(d, "out"), "b", want, T)
+            with open(os.path.join(d, "out", "b-L1-H0.json")) as f:
+                prov = json.load(f)["provenance"]
+            self.assertEqual(prov["model_type"], "bert")
+            self.assertIn("config.json_sha256", prov)
+            # Its heads bracket to verified bundles.
+            p = rc("bracket", "--instance", os.path.join(d, "out", "b-L1-H0.json"), "--eps", "0.1", "--out", os.path.join(d, "br"),
+                   "--time-budget", "3", "--json", "-q", ok=(0, 2))
+            self.assertEqual(json.loads(p.stdout)["results"][0]["verdict"], "verified")
+            for args, msg in [(["--tokens", "1,2,40"], "outside the vocabulary"),
+                              (["--tokens", ",".join(["1"] * (P + 1))], "max_position_embeddings"),
+                              (["--text", "hello"], "needs --tokens")]:
+                p = rc("extract", "--hf", hf, *args, "--out", d, ok=(3,))
+                self.assertIn(msg, p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+            bad = dict(cfg, hidden_act="relu")
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(bad, f)
+            p = rc("extract", "--hf", hf, "--tokens", toks, "--out", d, ok=(3,))
+            self.assertIn("hidden_act", p.stderr)
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(dict(cfg, num_hidden_layers=3), f)
+            p = rc("extract", "--hf", hf, "--tokens", toks, "--out", d, ok=(3,))
+            self.assertRegex(p.stderr, "config implies|no tensor")
+
+    def test_vit_matches_a_float64_forward_pass(self):
+        rng = np.random.default_rng(12)
+        E, H, L, I, C, S, Pt = self.E, self.H, self.L, self.I, 3, 12, 4
+        G = S // Pt
+        w = _encoder_weights(rng, E, I, L, self.layer_names("vit"), "vit")
+        w.update({"embeddings.cls_token": rng.standard_normal((1, 1, E)),
+                  "embeddings.position_embeddings": 0.1 * rng.standard_normal((1, G * G + 1, E)),
+                  "embeddings.patch_embeddings.projection.weight": 0.2 * rng.standard_normal((E, C, Pt, Pt)),
+                  "embeddings.patch_embeddings.projection.bias": 0.1 * rng.standard_normal(E),
+                  "layernorm.weight": np.ones(E), "layernorm.bias": np.zeros(E)})
+        w = {k: v.astype(np.float32) for k, v in w.items()}
+        img = rng.standard_normal((1, C, S, S)).astype(np.float32)
+        # Patch embedding as a convolution with stride = kernel, patches row by row.
+        Wp = w["embeddings.patch_embeddings.projection.weight"].astype(np.float64)
+        patches = [np.tensordot(Wp, img[0, :, r * Pt:(r + 1) * Pt, c * Pt:(c + 1) * Pt].astype(np.float64), axes=3)
+                   + w["embeddings.patch_embeddings.projection.bias"] for r in range(G) for c in range(G)]
+        x = np.vstack([w["embeddings.cls_token"][0].astype(np.float64), np.array(patches)]) + w["embeddings.position_embeddings"][0]
+        want = _encoder_qk64(w, x, E, H, L, "vit", 1e-12)
+        with tempfile.TemporaryDirectory() as d:
+            hf = os.path.join(d, "vit")
+            os.makedirs(hf)
+            cfg = {"model_type": "vit", "hidden_size": E, "num_hidden_layers": L, "num_attention_heads": H,
+                   "intermediate_size": I, "image_size": S, "patch_size": Pt, "num_channels": C,
+                   "layer_norm_eps": 1e-12, "hidden_act": "gelu", "qkv_bias": True}
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            # ViTForImageClassification's layout: "vit." prefix.
+            rankcert.write_safetensors(os.path.join(hf, "model.safetensors"), {"vit." + k: v for k, v in w.items()})
+            np.save(os.path.join(d, "img.npy"), img)
+            rc("extract", "--hf", hf, "--pixels", os.path.join(d, "img.npy"), "--out", os.path.join(d, "out"), "--name", "v")
+            self.check(os.path.join(d, "out"), "v", want, G * G + 1)
+            with open(os.path.join(d, "out", "v-L0-H1.json")) as f:
+                prov = json.load(f)["provenance"]
+            self.assertEqual(prov["model_type"], "vit")
+            self.assertIn("pixels_sha256", prov)
+            p = rc("bracket", "--instance", os.path.join(d, "out", "v-L1-H1.json"), "--eps", "0.1", "--out", os.path.join(d, "br"),
+                   "--time-budget", "3", "--json", "-q", ok=(0, 2))
+            self.assertEqual(json.loads(p.stdout)["results"][0]["verdict"], "verified")
+            np.save(os.path.join(d, "small.npy"), img[:, :, :8, :8])
+            np.save(os.path.join(d, "gray.npy"), img[:, :1])
+            bad = img.copy()
+            bad[0, 0, 0, 0] = np.nan
+            np.save(os.path.join(d, "nan.npy"), bad)
+            for args, msg in [(["--pixels", os.path.join(d, "small.npy")], "image_size is 12 x 12"),
+                              (["--pixels", os.path.join(d, "gray.npy")], "shape must be [3, H, W]"),
+                              (["--pixels", os.path.join(d, "nan.npy")], "non-finite"),
+                              (["--tokens", "1,2"], "needs --pixels"),
+                              (["--pixels", os.path.join(d, "none.npy")], "none.npy")]:
+                p = rc("extract", "--hf", hf, *args, "--out", d, ok=(3,))
+                self.assertIn(msg, p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
 
 class SampledTextTests(unittest.TestCase):
