@@ -134,9 +134,9 @@ int extract_main(int argc, char** argv) {
     return run_command(app, argc, argv, "rankcert extract", [&]() -> int {
         if (checkpoint.empty() == hf.empty()) throw InputError("rankcert extract: give exactly one of --checkpoint, --hf");
         const std::string family = hf.empty() ? "llama2c" : hf_model_type(hf);
-        if (family != "llama2c" && family != "llama" && family != "mistral" && family != "gpt2" && family != "bert" && family != "vit")
+        if (family != "llama2c" && family != "llama" && family != "mistral" && family != "qwen2" && family != "gpt2" && family != "bert" && family != "vit")
             throw InputError(hf + "/config.json: model_type: \"" + family.substr(0, 30) +
-                             "\" is not supported (llama, mistral, gpt2, bert, vit)");
+                             "\" is not supported (llama, mistral, qwen2, gpt2, bert, vit)");
         if (!pixels.empty() && family != "vit") throw InputError("rankcert extract: --pixels is for vit models only");
         if (!text_file.empty()) {
             std::ifstream in(text_file);
@@ -221,7 +221,7 @@ int extract_main(int argc, char** argv) {
         }
         if (tokens.size() > static_cast<std::size_t>(c.seq_len))
             throw InputError("text: " + std::to_string(tokens.size()) + " tokens exceed seq_len " + std::to_string(c.seq_len));
-        if (family == "mistral") {  // a window shorter than the text would change the mask
+        if (family == "mistral" || family == "qwen2") {  // a window shorter than the text would change the mask
             const std::int64_t window = hf_sliding_window(hf);
             if (window > 0 && tokens.size() > static_cast<std::size_t>(window))
                 throw InputError(hf + "/config.json: sliding_window: " + std::to_string(window) + " is shorter than the " +

@@ -165,6 +165,8 @@ std::string hf_model_type(const std::string& dir) {
 std::int64_t hf_sliding_window(const std::string& dir) {
     const json c = read_config(dir);
     if (!c.contains("sliding_window") || c["sliding_window"].is_null()) return 0;
+    // qwen2: off unless use_sliding_window (its default is false).
+    if (!config_bool(c, dir, "use_sliding_window", !(c.contains("model_type") && c["model_type"] == "qwen2"))) return 0;
     return config_int(c, dir, "sliding_window");
 }
 
@@ -175,6 +177,8 @@ Llama2Model load_hf_llama(const std::string& dir) {
     if (c.contains("rope_scaling") && !c["rope_scaling"].is_null()) throw InputError(cfg + ": rope_scaling: not supported");
     if (config_bool(c, dir, "attention_bias", false) || config_bool(c, dir, "mlp_bias", false)) throw InputError(cfg + ": attention_bias/mlp_bias: not supported");
     Llama2Config k;
+    // qwen2: biases on q_proj, k_proj and v_proj (not o_proj), else llama.
+    k.qkv_bias = c.contains("model_type") && c["model_type"] == "qwen2";
     k.dim = config_int(c, dir, "hidden_size");
     k.hidden_dim = config_int(c, dir, "intermediate_size");
     k.n_layers = config_int(c, dir, "num_hidden_layers");
@@ -217,6 +221,11 @@ Llama2Model load_hf_llama(const std::string& dir) {
     append(d, w.get("model.norm.weight", {dim}));
     d.resize(d.size() + static_cast<std::size_t>(k.seq_len) * static_cast<std::size_t>(k.head_size()), 0.0f);  // legacy RoPE tables
     if (!k.shared_classifier) append(d, w.get("lm_head.weight", {V, dim}));
+    if (k.qkv_bias) {  // permuted like their weights' rows
+        for (int l = 0; l < k.n_layers; ++l) append(d, unpermute_rows(w.get(layer(l, "self_attn.q_proj.bias"), {dim}), k.n_heads, k.head_size(), 1));
+        for (int l = 0; l < k.n_layers; ++l) append(d, unpermute_rows(w.get(layer(l, "self_attn.k_proj.bias"), {kv}), k.n_kv_heads, k.head_size(), 1));
+        for (int l = 0; l < k.n_layers; ++l) append(d, w.get(layer(l, "self_attn.v_proj.bias"), {kv}));
+    }
     return Llama2Model(k, std::move(d), dir);
 }
 

@@ -104,7 +104,7 @@ std::uint64_t Llama2Config::weight_count() const {
                         kv = static_cast<std::uint64_t>(kv_dim()), S = static_cast<std::uint64_t>(seq_len),
                         hs = static_cast<std::uint64_t>(head_size());
     return V * d + L * d + L * d * d + 2 * L * kv * d + L * d * d + L * d + 3 * L * hid * d + d + S * hs +
-           (shared_classifier ? 0 : V * d);
+           (shared_classifier ? 0 : V * d) + (qkv_bias ? L * (d + 2 * kv) : 0);
 }
 
 void Llama2Model::setup(const std::string& path) {
@@ -128,6 +128,12 @@ void Llama2Model::setup(const std::string& path) {
     rms_final_ = p; p += dim;
     p += S * hs;  // legacy RoPE tables, unused
     wcls_ = c_.shared_classifier ? emb_ : p;
+    if (!c_.shared_classifier) p += V * dim;
+    if (c_.qkv_bias) {
+        bq_ = p; p += L * dim;
+        bk_ = p; p += L * kv;
+        bv_ = p; p += L * kv;
+    }
     x_.resize(dim);
     xb_.resize(dim);
     xb2_.resize(dim);
@@ -153,6 +159,13 @@ void Llama2Model::step(int token, int pos, bool record) {
         matmul(q_cur_.data(), xb_.data(), wq_ + lo * dim * dim, dim, dim);
         matmul(kc, xb_.data(), wk_ + lo * kv_dim * dim, dim, kv_dim);
         matmul(vc, xb_.data(), wv_ + lo * kv_dim * dim, dim, kv_dim);
+        if (bq_) {
+            for (int i = 0; i < dim; ++i) q_cur_[static_cast<std::size_t>(i)] += bq_[lo * dim + static_cast<std::size_t>(i)];
+            for (int i = 0; i < kv_dim; ++i) {
+                kc[i] += bk_[lo * kv_dim + static_cast<std::size_t>(i)];
+                vc[i] += bv_[lo * kv_dim + static_cast<std::size_t>(i)];
+            }
+        }
         for (int i = 0; i < dim; i += 2) {
             const int head_dim = i % hs;
             const float freq = 1.0f / std::pow(c_.rope_theta, static_cast<float>(head_dim) / static_cast<float>(hs));

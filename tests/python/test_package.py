@@ -299,6 +299,88 @@ def _encoder_qk64(w, x, E, H, L, family, eps):
     return out
 
 
+class Qwen2Tests(unittest.TestCase):
+    def test_qwen2_matches_a_float64_forward_pass(self):
+        # HF Qwen2 semantics: RMSNorm, q/k/v Linear with bias, rotate_half RoPE
+        # (rope_theta from the config), grouped-query attention, SwiGLU.
+        rng = np.random.default_rng(13)
+        E, H, KV, L, I, V, T, theta = 16, 4, 2, 2, 24, 30, 9, 1e6
+        hs = E // H
+        w = {"model.embed_tokens.weight": rng.standard_normal((V, E)), "model.norm.weight": 1 + 0.1 * rng.standard_normal(E)}
+        for l in range(L):
+            p = f"model.layers.{l}."
+            w.update({p + "input_layernorm.weight": 1 + 0.1 * rng.standard_normal(E),
+                      p + "post_attention_layernorm.weight": 1 + 0.1 * rng.standard_normal(E),
+                      p + "self_attn.q_proj.weight": 0.3 * rng.standard_normal((E, E)), p + "self_attn.q_proj.bias": rng.standard_normal(E),
+                      p + "self_attn.k_proj.weight": 0.3 * rng.standard_normal((KV * hs, E)), p + "self_attn.k_proj.bias": rng.standard_normal(KV * hs),
+                      p + "self_attn.v_proj.weight": 0.3 * rng.standard_normal((KV * hs, E)), p + "self_attn.v_proj.bias": rng.standard_normal(KV * hs),
+                      p + "self_attn.o_proj.weight": 0.3 * rng.standard_normal((E, E)),
+                      p + "mlp.gate_proj.weight": 0.3 * rng.standard_normal((I, E)), p + "mlp.up_proj.weight": 0.3 * rng.standard_normal((I, E)),
+                      p + "mlp.down_proj.weight": 0.3 * rng.standard_normal((E, I))})
+        w = {k: v.astype(np.float32) for k, v in w.items()}
+        tokens = rng.integers(0, V, T)
+        rms = lambda x, g: x / np.sqrt((x ** 2).mean(-1, keepdims=True) + 1e-6) * g
+        inv = 1.0 / theta ** (np.arange(0, hs, 2) / hs)
+        ang = np.arange(T)[:, None] * inv[None, :]
+        cos, sin = np.concatenate([np.cos(ang)] * 2, 1), np.concatenate([np.sin(ang)] * 2, 1)
+        rot = lambda x: x * cos + np.concatenate([-x[:, hs // 2:], x[:, :hs // 2]], 1) * sin
+        x = w["model.embed_tokens.weight"][tokens].astype(np.float64)
+        want = []
+        for l in range(L):
+            p = f"model.layers.{l}."
+            h = rms(x, w[p + "input_layernorm.weight"])
+            lin = lambda n: h @ w[p + n + ".weight"].T + w[p + n + ".bias"]
+            q, k, v = lin("self_attn.q_proj"), lin("self_attn.k_proj"), lin("self_attn.v_proj")
+            qs = [rot(q[:, j * hs:(j + 1) * hs]) for j in range(H)]
+            ks = [rot(k[:, g * hs:(g + 1) * hs]) for g in range(KV)]
+            want.append((qs, ks))
+            out = []
+            for j in range(H):
+                s = qs[j] @ ks[j // (H // KV)].T / np.sqrt(hs)
+                s[np.triu_indices(T, 1)] = -np.inf
+                s = np.exp(s - s.max(1, keepdims=True))
+                out.append((s / s.sum(1, keepdims=True)) @ v[:, (j // (H // KV)) * hs:(j // (H // KV) + 1) * hs])
+            x = x + np.concatenate(out, 1) @ w[p + "self_attn.o_proj.weight"].T
+            h2 = rms(x, w[p + "post_attention_layernorm.weight"])
+            g = h2 @ w[p + "mlp.gate_proj.weight"].T
+            x = x + ((g / (1 + np.exp(-g))) * (h2 @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
+        # extract writes each head in adjacent-pair order: column 2i + j is HF's column j * hs/2 + i.
+        perm = [j * (hs // 2) + i for i in range(hs // 2) for j in range(2)]
+        with tempfile.TemporaryDirectory() as d:
+            hf = os.path.join(d, "qwen2")
+            os.makedirs(hf)
+            cfg = {"model_type": "qwen2", "hidden_size": E, "intermediate_size": I, "num_hidden_layers": L,
+                   "num_attention_heads": H, "num_key_value_heads": KV, "vocab_size": V, "max_position_embeddings": 64,
+                   "rms_norm_eps": 1e-6, "rope_theta": theta, "hidden_act": "silu", "tie_word_embeddings": True,
+                   "use_sliding_window": False, "sliding_window": 4}
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            rankcert.write_safetensors(os.path.join(hf, "model.safetensors"), w)
+            rc("extract", "--hf", hf, "--tokens", ",".join(map(str, tokens)), "--out", os.path.join(d, "out"), "--name", "q")
+            for l in range(L):
+                for j in range(H):
+                    with open(os.path.join(d, "out", f"q-L{l}-H{j}.json")) as f:
+                        doc = json.load(f)
+                    self.assertEqual(doc["instance"]["mask"], "causal")
+                    q = np.load(os.path.join(d, "out", doc["instance"]["q"]["npy"]))
+                    k = np.load(os.path.join(d, "out", doc["instance"]["k"]["npy"]))
+                    np.testing.assert_allclose(q, want[l][0][j][:, perm], rtol=1e-4, atol=1e-4)
+                    np.testing.assert_allclose(k, want[l][1][j // (H // KV)][:, perm], rtol=1e-4, atol=1e-4)
+            # use_sliding_window with a window shorter than the tokens: refused.
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(dict(cfg, use_sliding_window=True), f)
+            p = rc("extract", "--hf", hf, "--tokens", ",".join(map(str, tokens)), "--out", d, ok=(3,))
+            self.assertIn("sliding_window", p.stderr)
+            # A missing bias names the tensor.
+            del w["model.layers.1.self_attn.k_proj.bias"]
+            rankcert.write_safetensors(os.path.join(hf, "model.safetensors"), w)
+            with open(os.path.join(hf, "config.json"), "w") as f:
+                json.dump(cfg, f)
+            p = rc("extract", "--hf", hf, "--tokens", "1,2", "--out", d, ok=(3,))
+            self.assertRegex(p.stderr, "k_proj.bias|config implies")
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+
 class EncoderFamilyTests(unittest.TestCase):
     # extract --hf for bert and vit folders: q and k against an independent
     # float64 forward pass, no mask, and one-line errors.

@@ -18,6 +18,7 @@ struct Llama2Config {
     bool shared_classifier = true;
     float norm_eps = 1e-5f;      // RMSNorm epsilon (llama2.c: 1e-5)
     float rope_theta = 10000.0f;  // rotary base (llama2.c: 10000)
+    bool qkv_bias = false;        // q/k/v biases (qwen2), stored after everything else
     // Floats in the llama2.c weight layout (including the legacy RoPE tables).
     std::uint64_t weight_count() const;
     // Sizes positive and at most 2^20, heads divide dim, head size even.
@@ -57,6 +58,7 @@ private:
     Llama2Config c_;
     std::vector<float> data_;  // every weight, as in the file
     const float *emb_, *rms_att_, *wq_, *wk_, *wv_, *wo_, *rms_ffn_, *w1_, *w2_, *w3_, *rms_final_, *wcls_;
+    const float *bq_ = nullptr, *bk_ = nullptr, *bv_ = nullptr;
     // run state
     std::vector<float> x_, xb_, xb2_, hb_, hb2_, q_cur_, att_, logits_, key_cache_, value_cache_;
     std::vector<std::vector<float>> q_, k_;
