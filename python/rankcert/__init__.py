@@ -18,13 +18,13 @@ from ._instance import exact_number, instance, rsqrt
 from ._run import RankcertError, bracket, executable, extract, verify
 
 __all__ = ["instance", "rsqrt", "exact_number", "bracket", "verify", "extract", "executable", "RankcertError",
-           "capture_llama", "capture_mha", "Capture", "write_npy", "npy_bytes", "write_safetensors",
+           "capture", "capture_llama", "capture_mha", "Capture", "write_npy", "npy_bytes", "write_safetensors",
            "read_safetensors", "sha256_file"]
 
 
 def __getattr__(name):
     # torch is optional: the capture helpers import it only when asked for.
-    if name in ("capture_llama", "capture_mha", "Capture"):
-        from . import capture
-        return getattr(capture, name)
+    if name in ("capture", "capture_llama", "capture_mha", "Capture"):
+        from . import _capture
+        return getattr(_capture, name)
     raise AttributeError(f"module 'rankcert' has no attribute {name!r}")

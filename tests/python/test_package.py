@@ -381,6 +381,164 @@ class Qwen2Tests(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
 
+MIRRORS = r'''
+import torch
+from torch import nn
+
+class BertSelfAttention(nn.Module):  # transformers' names and forward signature
+    def __init__(self, E, H):
+        super().__init__()
+        self.num_attention_heads, self.attention_head_size = H, E // H
+        self.query, self.key, self.value = nn.Linear(E, E), nn.Linear(E, E), nn.Linear(E, E)
+    def forward(self, hidden_states, attention_mask=None, head_mask=None, output_attentions=False):
+        B, T, E = hidden_states.shape
+        sh = lambda x: x.view(B, T, self.num_attention_heads, self.attention_head_size).transpose(1, 2)
+        q, k, v = sh(self.query(hidden_states)), sh(self.key(hidden_states)), sh(self.value(hidden_states))
+        s = q @ k.transpose(-1, -2) / self.attention_head_size ** 0.5
+        if attention_mask is not None:
+            s = s + attention_mask
+        self.last_probs = torch.softmax(s, -1)
+        return ((self.last_probs @ v).transpose(1, 2).reshape(B, T, E),)
+
+class ViTSelfAttention(BertSelfAttention):
+    def forward(self, hidden_states, head_mask=None, output_attentions=False):
+        return super().forward(hidden_states)
+
+class Encoder(nn.Module):  # BertModel-like: extended additive mask from a 0/1 attention_mask
+    def __init__(self, cls, E, H, L):
+        super().__init__()
+        self.layer = nn.ModuleList([cls(E, H) for _ in range(L)])
+    def forward(self, x, attention_mask=None):
+        ext = None
+        if attention_mask is not None:
+            ext = (1.0 - attention_mask[:, None, None, :].float()) * torch.finfo(torch.float32).min
+        for m in self.layer:
+            x = torch.tanh(m(x, ext)[0] if ext is not None else m(x)[0])
+        return x
+
+class Conv1D(nn.Module):  # transformers.pytorch_utils.Conv1D: x W + b, W [in, out]
+    def __init__(self, nf, nx):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(nx, nf) * 0.3)
+        self.bias = nn.Parameter(torch.randn(nf) * 0.1)
+    def forward(self, x):
+        return x @ self.weight + self.bias
+
+class GPT2Attention(nn.Module):
+    def __init__(self, E, H):
+        super().__init__()
+        self.num_heads, self.head_dim, self.split_size = H, E // H, E
+        self.c_attn, self.c_proj = Conv1D(3 * E, E), Conv1D(E, E)
+    def forward(self, hidden_states, layer_past=None, attention_mask=None, head_mask=None, use_cache=False):
+        B, T, E = hidden_states.shape
+        q, k, v = self.c_attn(hidden_states).split(self.split_size, dim=2)
+        sh = lambda x: x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+        q, k, v = sh(q), sh(k), sh(v)
+        s = (q @ k.transpose(-1, -2)) / self.head_dim ** 0.5
+        s = s.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
+        self.last_probs = torch.softmax(s, -1)
+        return (self.c_proj((self.last_probs @ v).transpose(1, 2).reshape(B, T, E)),)
+
+class Attention(nn.Module):  # timm's vision_transformer.Attention
+    def __init__(self, E, H):
+        super().__init__()
+        self.num_heads, self.head_dim = H, E // H
+        self.scale = self.head_dim ** -0.5
+        self.qkv, self.q_norm, self.k_norm, self.proj = nn.Linear(E, 3 * E), nn.Identity(), nn.Identity(), nn.Linear(E, E)
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        self.last_probs = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+        return self.proj((self.last_probs @ v).transpose(1, 2).reshape(B, N, C))
+'''
+
+
+@needs_torch
+class GenericCaptureTests(unittest.TestCase):
+    # rankcert.capture(model) on torch modules that mirror transformers' and
+    # timm's attention classes (names, submodules, forward signatures).
+    def setUp(self):
+        import types
+        self.m = types.ModuleType("mirrors")
+        exec(compile(MIRRORS, "mirrors", "exec"), self.m.__dict__)
+
+    def agree(self, cap, modules, B, d, name, causal, allowed=None):
+        """The captured q, k reproduce each module's own probabilities (float64 softmax, same mask)."""
+        paths = cap.write(d, name=name)
+        for l, mod in enumerate(modules):
+            H = mod.last_probs.shape[1]
+            for b in range(B):
+                for h in range(H):
+                    stem = f"{name}-L{l}-H{h}" if B == 1 else f"{name}-b{b}-L{l}-H{h}"
+                    with open(os.path.join(d, stem + ".json")) as f:
+                        inst = json.load(f)["instance"]
+                    q = np.load(os.path.join(d, inst["q"]["npy"]))
+                    k = np.load(os.path.join(d, inst["k"]["npy"]))
+                    s = (q.astype(np.float64) @ k.astype(np.float64).T) / np.sqrt(q.shape[1])
+                    if causal:
+                        self.assertEqual(inst["mask"], "causal")
+                        s = np.where(np.tril(np.ones(s.shape, dtype=bool)), s, -np.inf)
+                    elif allowed is not None:   # the batch's mask, all true where nothing is padded
+                        m = np.load(os.path.join(d, inst["mask"]["npy"]))
+                        self.assertTrue(np.array_equal(m, np.broadcast_to(allowed[b][None, :], s.shape)))
+                        s = np.where(m, s, -np.inf)
+                    else:
+                        self.assertNotIn("mask", inst)   # no mask: every key
+                    e = np.exp(s - s.max(1, keepdims=True))
+                    p = e / e.sum(1, keepdims=True)
+                    self.assertLess(np.abs(mod.last_probs[b, h].double().numpy() - p).sum(1).max(), 1e-5)
+        return paths
+
+    def test_bert_and_vit_query_key(self):
+        torch.manual_seed(5)
+        E, H, L, T = 16, 2, 2, 10
+        for cls in ("BertSelfAttention", "ViTSelfAttention"):
+            model = self.m.Encoder(getattr(self.m, cls), E, H, L)
+            x = torch.randn(2, T, E)
+            with torch.no_grad(), rankcert.capture(model) as cap:
+                model(x)
+            with tempfile.TemporaryDirectory() as d:
+                paths = self.agree(cap, list(model.layer), 2, d, "e", causal=False)
+                self.assertEqual(len(paths), 2 * L * H)
+                if cls == "ViTSelfAttention":
+                    res = rankcert.bracket(paths[0], eps=0.1, out=os.path.join(d, "out"), time_budget=3)
+                    self.assertEqual(res[0]["verdict"], "verified")
+        # bert with padding: the hidden keys are masked in the instance.
+        model = self.m.Encoder(self.m.BertSelfAttention, E, H, L)
+        am = torch.ones(2, T, dtype=torch.long)
+        am[1, -3:] = 0
+        with torch.no_grad(), rankcert.capture(model) as cap:
+            model(torch.randn(2, T, E), attention_mask=am)
+        with tempfile.TemporaryDirectory() as d:
+            self.agree(cap, list(model.layer), 2, d, "p", causal=False, allowed=am.bool().numpy())
+
+    def test_gpt2_c_attn_and_timm_qkv(self):
+        torch.manual_seed(6)
+        E, H, T = 16, 4, 12
+        g = torch.nn.ModuleList([self.m.GPT2Attention(E, H) for _ in range(2)])
+        model = torch.nn.Sequential(*g)
+        with torch.no_grad(), rankcert.capture(model) as cap:
+            x = torch.randn(1, T, E)
+            for m in g:
+                x = m(x)[0]
+        with tempfile.TemporaryDirectory() as d:
+            self.agree(cap, list(g), 1, d, "g", causal=True)
+        t = torch.nn.Sequential(self.m.Attention(E, H), self.m.Attention(E, H))
+        with torch.no_grad(), rankcert.capture(t) as cap:
+            t(torch.randn(1, T, E))
+        with tempfile.TemporaryDirectory() as d:
+            self.agree(cap, list(t), 1, d, "t", causal=False)
+        # A q_norm after the fused projection is refused, as is a model without attention.
+        t[0].q_norm = torch.nn.LayerNorm(E // H)
+        with self.assertRaisesRegex(ValueError, "q_norm"):
+            with rankcert.capture(t):
+                pass
+        with self.assertRaisesRegex(ValueError, "no attention module"):
+            with rankcert.capture(torch.nn.Linear(3, 3)):
+                pass
+
+
 class EncoderFamilyTests(unittest.TestCase):
     # extract --hf for bert and vit folders: q and k against an independent
     # float64 forward pass, no mask, and one-line errors.

@@ -1,9 +1,18 @@
 """Record the queries and keys a torch model's attention uses, per layer and
 head, and write them as rankcert instances.
 
-    with rankcert.capture_llama(model) as cap:
+    with rankcert.capture(model) as cap:      # any of the families below
         model(tokens)
     paths = cap.write("heads/", name="text")
+
+capture(model) looks at the model's attention modules by structure and
+names, as HuggingFace transformers, timm and torch lay them out:
+  q_proj / k_proj (llama, qwen2, mistral)  -> capture_llama (post-RoPE, causal)
+  query / key Linear (bert, vit)           -> their outputs, no mask unless
+                                              an attention_mask hides keys
+  c_attn (gpt2)                            -> its first two thirds, causal
+  a fused qkv Linear with num_heads (timm)  -> its first two thirds, no mask
+  torch.nn.MultiheadAttention              -> capture_mha
 
 capture_llama records post-RoPE queries and keys, exactly as the model
 rotates them: it records the output of each attention module's rotary step,
@@ -219,6 +228,139 @@ def capture_mha(model):
     try:
         yield cap
     finally:
+        for m, fwd in originals:
+            m.forward = fwd
+        cap.layers = [r for r in cap.layers if r is not None]
+
+
+def _heads_of(m):
+    for name in ("num_attention_heads", "num_heads", "n_head", "n_heads"):
+        v = getattr(m, name, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    cfg = getattr(m, "config", None)
+    v = getattr(cfg, "num_attention_heads", None) if cfg is not None else None
+    if isinstance(v, int) and v > 0:
+        return v
+    raise ValueError(f"capture: {type(m).__name__}: no head count (num_attention_heads / num_heads)")
+
+
+def _split_heads(x, H):
+    """(B, T, H*hs) -> (B, H, T, hs)."""
+    B, T, E = x.shape
+    if E % H:
+        raise ValueError(f"capture: width {E} is not a multiple of {H} heads")
+    return x.reshape(B, T, H, E // H).transpose(1, 2)
+
+
+def _allowed_from_additive(mask, B, L, S, who):
+    """HF's extended attention mask (0 where allowed, a large negative number
+    where not; (B, 1, 1, S) or (B, 1, L, S)) or a boolean mask as a boolean
+    (B, L, S) tensor of allowed keys, or None when every key is allowed."""
+    if mask is None:
+        return None
+    if mask.dtype == torch.bool:
+        allowed = mask
+    else:
+        blocked = mask < -1e3
+        if not bool((mask[~blocked] == 0).all()):
+            raise ValueError(f"capture: {who}: an additive attention mask other than 0 / large negative (use rankcert.instance(logits=...))")
+        allowed = ~blocked
+    while allowed.dim() > 3:
+        if allowed.shape[1] != 1:
+            raise ValueError(f"capture: {who}: a per-head attention mask is not supported")
+        allowed = allowed[:, 0]
+    allowed = allowed.expand(B, L, S).clone()
+    return None if bool(allowed.all()) else allowed
+
+
+@contextlib.contextmanager
+def capture(model, scale=None):
+    """Record per-head q and k of every attention module of a HuggingFace-,
+    timm- or torch-style model (see the module docstring for the families),
+    in the order model.modules() lists them.  Yields a Capture."""
+    mods = list(model.modules())
+    if any(hasattr(m, "q_proj") and hasattr(m, "k_proj") for m in mods):
+        with capture_llama(model, scale) as cap:
+            yield cap
+        return
+    if any(isinstance(m, torch.nn.MultiheadAttention) for m in mods):
+        with capture_mha(model) as cap:
+            yield cap
+        return
+    found = []
+    for m in mods:
+        if isinstance(getattr(m, "query", None), torch.nn.Module) and isinstance(getattr(m, "key", None), torch.nn.Module):
+            found.append((m, "query/key"))
+        elif isinstance(getattr(m, "c_attn", None), torch.nn.Module):
+            found.append((m, "c_attn"))
+        elif isinstance(getattr(m, "qkv", None), torch.nn.Linear):
+            for norm in ("q_norm", "k_norm"):
+                sub = getattr(m, norm, None)
+                if sub is not None and not isinstance(sub, torch.nn.Identity):
+                    raise ValueError(f"capture: {type(m).__name__}: {norm} after the qkv projection is not supported")
+            found.append((m, "qkv"))
+    if not found:
+        raise ValueError("capture: no attention module found (q_proj/k_proj, query/key, c_attn, qkv or nn.MultiheadAttention)")
+    cap = Capture()
+    cap.layers = [None] * len(found)
+    handles, originals = [], []
+    state = [dict() for _ in found]
+
+    def finish(i):
+        st = state[i]
+        if "q" not in st or "k" not in st:
+            return
+        m, how = found[i]
+        q, k = st.pop("q"), st.pop("k")
+        H = _heads_of(m)
+        q, k = _split_heads(q, H), _split_heads(k, H)
+        hs = q.shape[-1]
+        s = scale if scale is not None else getattr(m, "scale", None)
+        ideal = s is None or (isinstance(s, float) and math.isclose(s, 1 / math.sqrt(hs), rel_tol=2.0 ** -51, abs_tol=0))
+        B, L, S = q.shape[0], q.shape[2], k.shape[2]
+        if how == "c_attn":
+            if st.get("mask") is not None and _allowed_from_additive(st["mask"], B, L, S, type(m).__name__) is not None:
+                raise ValueError("capture: gpt2-style attention with a padding mask is not supported (capture unpadded inputs)")
+            mask = "causal"
+        else:
+            mask = _allowed_from_additive(st.get("mask"), B, L, S, type(m).__name__)
+        cap.layers[i] = {"q": q.detach().clone(), "k": k.detach().clone(), "scale": rsqrt(hs) if ideal else s,
+                         "mask": mask, "how": {"query/key": "query and key Linear outputs", "c_attn": "c_attn output, first two thirds",
+                                               "qkv": "fused qkv Linear output, first two thirds"}[how]}
+
+    def on_output(i, part):
+        def hook(mod, inp, out):
+            if part == "fused":
+                E3 = out.shape[-1]
+                state[i]["q"], state[i]["k"] = out[..., :E3 // 3], out[..., E3 // 3:2 * E3 // 3]
+            else:
+                state[i][part] = out
+            finish(i)
+        return hook
+
+    def wrap(i, m, forward):
+        def f(*args, **kw):
+            mask = kw.get("attention_mask")
+            if mask is None and len(args) > 1 and isinstance(args[1], torch.Tensor):
+                mask = args[1]   # forward(hidden_states, attention_mask, ...)
+            state[i]["mask"] = mask
+            return forward(*args, **kw)
+        return f
+
+    for i, (m, how) in enumerate(found):
+        if how == "query/key":
+            handles.append(m.query.register_forward_hook(on_output(i, "q")))
+            handles.append(m.key.register_forward_hook(on_output(i, "k")))
+        else:
+            handles.append(getattr(m, how).register_forward_hook(on_output(i, "fused")))
+        originals.append((m, m.forward))
+        m.forward = wrap(i, m, m.forward)
+    try:
+        yield cap
+    finally:
+        for h in handles:
+            h.remove()
         for m, fwd in originals:
             m.forward = fwd
         cap.layers = [r for r in cap.layers if r is not None]
