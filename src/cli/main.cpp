@@ -352,7 +352,8 @@ int main(int argc, char** argv) {
     flint_set_abort(on_flint_abort);
     if (argc > 1 && (std::string(argv[1]) == "bracket" || std::string(argv[1]) == "extract" ||
                      std::string(argv[1]) == "construct" || std::string(argv[1]) == "profile" ||
-                     std::string(argv[1]) == "audit" || std::string(argv[1]) == "report"))
+                     std::string(argv[1]) == "audit" || std::string(argv[1]) == "report" ||
+                     std::string(argv[1]) == "survey"))
         return exec_producer(argc, argv);
     try {
         CLI::App app{"rankcert: a proof checker for the low-rank complexity of softmax attention.\n"
@@ -390,7 +391,10 @@ int main(int argc, char** argv) {
         app.add_subcommand("audit",
                            "Decide a table of rank claims (confirmed / refuted / open) with verified certificates "
                            "(untrusted producer; see rankcert audit --help)");
-        app.add_subcommand("report", "One self-contained HTML page for an audit (see rankcert report --help)");
+        app.add_subcommand("survey",
+                           "Bracket every head of a model (a folder of instances from rankcert extract) at several eps, "
+                           "with jobs, resume and shards; rankcert report draws it (see rankcert survey --help)");
+        app.add_subcommand("report", "One self-contained HTML page for an audit or survey (see rankcert report --help)");
 
         std::string show_path;
         auto* show_cmd = app.add_subcommand("show", "Print back what was parsed from a bundle (shapes, eps, certificates)");

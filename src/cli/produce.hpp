@@ -52,5 +52,6 @@ int construct_main(int argc, char** argv);
 int profile_main(int argc, char** argv);
 int audit_main(int argc, char** argv);
 int report_main(int argc, char** argv);
+int survey_main(int argc, char** argv);
 
 }  // namespace rankcert::cli

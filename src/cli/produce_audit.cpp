@@ -75,7 +75,9 @@ void copy_claim_folder(const fs::path& from, const fs::path& to, const std::stri
 
 std::string summary_line(const json& counts) {
     return std::to_string(counts.value("confirmed", 0)) + " confirmed, " + std::to_string(counts.value("refuted", 0)) +
-           " refuted, " + std::to_string(counts.value("open", 0)) + " open, " + std::to_string(counts.value("error", 0)) + " errors";
+           " refuted, " + std::to_string(counts.value("open", 0)) + " open, " +
+           (counts.value("bracketed", 0) ? std::to_string(counts.value("bracketed", 0)) + " bracketed, " : std::string()) +
+           std::to_string(counts.value("error", 0)) + " errors";
 }
 
 int merge_main(int argc, char** argv) {
@@ -215,7 +217,7 @@ int audit_main(int argc, char** argv) {
         };
         // Progress: counts of the results this run wrote, and the time per claim.
         std::size_t shown = 0;
-        json counts = {{"confirmed", 0}, {"refuted", 0}, {"open", 0}, {"error", 0}};
+        json counts = {{"confirmed", 0}, {"refuted", 0}, {"open", 0}, {"bracketed", 0}, {"error", 0}};
         std::set<std::size_t> seen;
         auto poll = [&](bool final) {
             for (std::size_t i : todo) {
@@ -316,6 +318,83 @@ int report_main(int argc, char** argv) {
         write_atomic(op, audit_report_html(doc, dir, op.parent_path().string()));
         std::cout << "wrote " << out << " (" << doc["counts"].value("total", 0) << " claims: " << summary_line(doc["counts"]) << ")\n";
         return 0;
+    });
+}
+
+// rankcert survey: every instance of a folder (rankcert extract --out) x
+// every eps as a claims file with the claim "none", decided by audit_main
+// (same jobs, resume, shards, merge and report).
+int survey_main(int argc, char** argv) {
+    CLI::App app{"rankcert survey: bracket every head of a model at several eps.  HEADS is a folder of instances as "
+                 "rankcert extract writes them (or one instance file); the survey is an audit without claims: "
+                 "OUT/survey.jsonl lists one row per head and eps with the claim \"none\", each row gets its whole "
+                 "time budget and the verdict \"bracketed\" with its certified [L, U].  Resumable, --jobs, --shard "
+                 "and Slurm arrays as for rankcert audit; rankcert report OUT draws L and U against eps per head.",
+                 "rankcert survey"};
+    std::string heads, out, shard, eps_text = "0.05,0.1,0.2";
+    unsigned jobs = 1;
+    double budget = 0;
+    bool quiet = false, verbose = false;
+    app.add_option("heads", heads, "Folder of instance files (rankcert extract --out), or one instance file")->required();
+    app.add_option("--eps", eps_text, "Tolerances, comma separated (default 0.05,0.1,0.2)");
+    app.add_option("-o,--out", out, "Survey folder (survey.jsonl, results/, claims/, audit.json)")->required();
+    app.add_option("--jobs", jobs, "Brackets run in parallel (processes; default 1)")->check(CLI::Range(1, 256));
+    app.add_option("--shard", shard, "Only rows i, i+n, ... (0-based i/n); default from SLURM_ARRAY_TASK_* when set");
+    app.add_option("--time-budget", budget, "Seconds per head and eps (default: rankcert bracket's default for one eps)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("-q,--quiet", quiet, "Only the summary line");
+    app.add_flag("-v,--verbose", verbose, "The search's progress lines too");
+    return run_command(app, argc, argv, "rankcert survey", [&]() -> int {
+        const auto eps_list = parse_eps_list(eps_text, "--eps");
+        std::vector<fs::path> files;
+        if (!path_exists(heads)) throw InputError(heads + ": no such file or folder");
+        std::error_code ec;
+        if (fs::is_directory(heads, ec)) {
+            try {
+                for (const auto& e : fs::directory_iterator(heads))
+                    if (e.path().extension() == ".json" && e.is_regular_file()) files.push_back(e.path());
+            } catch (const fs::filesystem_error& e) {
+                throw InputError(heads + ": cannot read the folder (" + e.code().message() + ")");
+            }
+        } else {
+            files.push_back(heads);
+        }
+        std::sort(files.begin(), files.end());
+        std::ostringstream rows;
+        std::size_t n = 0;
+        for (const auto& f : files) {
+            json doc = read_document(f, f.string());
+            if (!doc.is_object() || !doc.contains("instance")) continue;  // not an instance (e.g. a witness)
+            const json prov = doc.contains("provenance") && doc["provenance"].is_object() ? doc["provenance"] : json::object();
+            std::string stem = f.stem().string();
+            for (char& c : stem)
+                if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+            if (stem.empty() || stem[0] == '.' || stem[0] == '-') stem = "h" + stem;
+            for (const auto& e : eps_list) {
+                json r = {{"id", stem.substr(0, 80) + "-eps" + e.file_text()}, {"eps", e.text}, {"claim", "none"},
+                          {"instance", fs::absolute(f).string()}};
+                for (const char* k : {"model", "layer", "head"})
+                    if (prov.contains(k) && (prov[k].is_string() || prov[k].is_number_integer()))
+                        r[k] = prov[k].is_string() ? prov[k].get<std::string>() : std::to_string(prov[k].get<long long>());
+                rows << r.dump() << "\n";
+                ++n;
+            }
+        }
+        if (n == 0) throw InputError(heads + ": no instance files (*.json with an \"instance\" object)");
+        fs::create_directories(out);
+        const fs::path list = fs::path(out) / "survey.jsonl";
+        write_atomic(list, rows.str());
+        if (!quiet)
+            std::cerr << "rankcert survey: " << n / eps_list.size() << " heads x " << eps_list.size() << " eps = " << n << " brackets in "
+                      << list.string() << "\n";
+        std::vector<std::string> args = {"rankcert survey", list.string(), "-o", out, "--jobs", std::to_string(jobs)};
+        if (!shard.empty()) args.insert(args.end(), {"--shard", shard});
+        if (budget > 0) args.insert(args.end(), {"--time-budget", std::to_string(budget)});
+        if (quiet) args.push_back("-q");
+        if (verbose) args.push_back("-v");
+        std::vector<char*> av;
+        for (auto& a : args) av.push_back(a.data());
+        return audit_main(static_cast<int>(av.size()), av.data());
     });
 }
 

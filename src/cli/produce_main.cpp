@@ -5,7 +5,8 @@
 //                          every head's post-RoPE Q, K as instances (produce_extract.cpp);
 //   rankcert construct ... exact sharp-exponent families and certified sweeps (produce_construct.cpp);
 //   rankcert profile ...   the intrinsic interaction geometry (produce_profile.cpp);
-//   rankcert audit ...     decide a table of rank claims; rankcert report: its HTML page (produce_audit.cpp).
+//   rankcert audit ...     decide a table of rank claims; rankcert report: its HTML page (produce_audit.cpp);
+//   rankcert survey ...    every head of a model at several eps, as an audit without claims (produce_audit.cpp).
 //
 // This program links the untrusted producer (Eigen, GLPK) next to the trusted
 // checker; `rankcert` itself never does.  Every bundle written here is
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (cmd == "extract") return rankcert::cli::extract_main(argc - 1, argv + 1);
     if (cmd == "audit") return rankcert::cli::audit_main(argc - 1, argv + 1);
     if (cmd == "report") return rankcert::cli::report_main(argc - 1, argv + 1);
-    std::cerr << "usage: rankcert-produce bracket|extract|construct|profile|audit|report ... (normally run as rankcert <command>)\n";
+    if (cmd == "survey") return rankcert::cli::survey_main(argc - 1, argv + 1);
+    std::cerr << "usage: rankcert-produce bracket|extract|construct|profile|audit|report|survey ... (normally run as rankcert <command>)\n";
     return 3;
 }

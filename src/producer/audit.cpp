@@ -203,6 +203,8 @@ json run_claim(const ClaimRow& row, const AuditOptions& opt) {
         if (verdict == "refuted")
             reason = rep.lower > hi ? "certified lower bound " + std::to_string(rep.lower) + " > claimed " + std::to_string(hi)
                                     : "certified upper bound " + std::to_string(rep.upper) + " < claimed " + std::to_string(lo);
+        else if (verdict == "bracketed")
+            reason = "certified [" + std::to_string(rep.lower) + ", " + std::to_string(rep.upper) + "] (no claim: bracket only)";
         else if (verdict == "confirmed")
             reason = "certified [" + std::to_string(rep.lower) + ", " + std::to_string(rep.upper) + "] lies inside the claim";
         else
@@ -240,7 +242,7 @@ json collect_audit(const std::string& dir, const std::string& tool_version) {
     std::sort(claims.begin(), claims.end(), [](const json& a, const json& b) {
         return std::make_pair(a.value("line", 0), a.value("id", "")) < std::make_pair(b.value("line", 0), b.value("id", ""));
     });
-    json counts = {{"confirmed", 0}, {"refuted", 0}, {"open", 0}, {"error", 0}};
+    json counts = {{"confirmed", 0}, {"refuted", 0}, {"open", 0}, {"bracketed", 0}, {"error", 0}};
     for (const auto& c : claims) counts[c.value("verdict", "error")] = counts.value(c.value("verdict", "error"), 0) + 1;
     counts["total"] = claims.size();
     return {{"format", result_format}, {"tool", {{"name", "rankcert"}, {"version", tool_version}}}, {"kind", "audit"},

@@ -207,8 +207,12 @@ Claim parse_claim(const std::string& text) {
             s = trim(s.substr(std::strlen(w)));
             break;
         }
-    auto bad = [&]() { return InputError("claim: \"" + shown(c.text) + "\" is not one of <= k, >= k, = k, [a, b]"); };
+    auto bad = [&]() { return InputError("claim: \"" + shown(c.text) + "\" is not one of <= k, >= k, = k, [a, b], none"); };
     if (s.empty()) throw bad();
+    if (s == "none") {  // bracket only: the search runs its whole budget
+        c.none = true;
+        return c;
+    }
     if (s.front() == '[') {
         const auto comma = s.find(',');
         if (comma == std::string::npos || s.back() != ']') throw bad();
@@ -234,6 +238,7 @@ Claim parse_claim(const std::string& text) {
 }
 
 std::string decide_claim(const Claim& c, std::uint64_t L, std::uint64_t U) {
+    if (c.none) return "bracketed";
     const std::uint64_t lo = c.lower.value_or(0), hi = c.upper.value_or(UINT64_MAX);
     if (L >= lo && U <= hi) return "confirmed";
     if (U < lo || L > hi) return "refuted";
@@ -262,8 +267,8 @@ void check_result(const json& r, const std::string& file) {
     if (!valid_id(r["id"].get<std::string>())) throw InputError(w.key("id"), "\"" + shown(r["id"].get<std::string>()) + "\" is not a valid claim id");
     text("verdict", true);
     const std::string v = r["verdict"];
-    if (v != "confirmed" && v != "refuted" && v != "open" && v != "error")
-        throw InputError(w.key("verdict"), "\"" + shown(v) + "\" is not confirmed, refuted, open or error");
+    if (v != "confirmed" && v != "refuted" && v != "open" && v != "bracketed" && v != "error")
+        throw InputError(w.key("verdict"), "\"" + shown(v) + "\" is not confirmed, refuted, open, bracketed or error");
     if (!r.contains("line") || !r["line"].is_number_unsigned()) throw InputError(w.key("line"), "must be a non-negative integer");
     for (const char* k : {"lower", "upper", "n", "N"}) count(r, k, w, false);
     if (r.contains("lower") != r.contains("upper")) throw InputError(w.key(r.contains("lower") ? "upper" : "lower"), "missing");

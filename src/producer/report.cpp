@@ -112,6 +112,7 @@ const char* colour(const std::string& verdict) {
     if (verdict == "confirmed") return "#1a7f37";
     if (verdict == "refuted") return "#cf222e";
     if (verdict == "open") return "#9a6700";
+    if (verdict == "bracketed") return "#0969da";
     return "#6e7781";
 }
 
@@ -220,16 +221,20 @@ std::string audit_report_html(const json& audit, const std::string& dir, const s
          "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1f2328}h1{font-size:22px}h2{font-size:17px;margin-top:28px}\n"
          "table{border-collapse:collapse;margin:8px 0}td,th{border-bottom:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}\n"
          "th{background:#f6f8fa}.v{font-weight:600;color:#fff;border-radius:10px;padding:1px 8px}\n"
-         ".confirmed{background:#1a7f37}.refuted{background:#cf222e}.open{background:#9a6700}.error{background:#6e7781}\n"
+         ".confirmed{background:#1a7f37}.refuted{background:#cf222e}.open{background:#9a6700}.bracketed{background:#0969da}"
+         ".error{background:#6e7781}\n"
          ".heads{display:flex;flex-wrap:wrap;gap:16px}.head{border:1px solid #d0d7de;border-radius:6px;padding:8px}\n"
          ".tick{font-size:10px;fill:#57606a}.counts span{margin-right:16px}.muted{color:#57606a}select{margin-right:12px}\n"
          "</style></head><body>\n";
     h << "<h1>rankcert audit</h1>\n<p class=\"counts\" id=\"counts\"><span><b>" << n.value("total", 0) << "</b> claims</span>"
       << "<span class=\"v confirmed\">" << n.value("confirmed", 0) << " confirmed</span> <span class=\"v refuted\">"
       << n.value("refuted", 0) << " refuted</span> <span class=\"v open\">" << n.value("open", 0)
-      << " open</span> <span class=\"v error\">" << n.value("error", 0) << " errors</span></p>\n";
+      << " open</span> ";
+    if (n.value("bracketed", 0)) h << "<span class=\"v bracketed\">" << n.value("bracketed", 0) << " bracketed</span> ";
+    h << "<span class=\"v error\">" << n.value("error", 0) << " errors</span></p>\n";
     h << "<p class=\"muted\">Each verdict rests on a bundle that the trusted checker verified: <b>confirmed</b> when the "
-         "certified bracket [L, U] lies inside the claim, <b>refuted</b> when it lies outside, <b>open</b> otherwise. "
+         "certified bracket [L, U] lies inside the claim, <b>refuted</b> when it lies outside, <b>open</b> otherwise; "
+         "<b>bracketed</b> rows had no claim (rankcert survey). "
          "L &le; r<sub>eps</sub>(A) &le; U holds for every row; heatmaps are float previews, not certified.</p>\n";
     auto select = [&](const char* id, const char* label, const std::set<std::string>& vals) {
         h << "<label>" << label << " <select id=\"" << id << "\" onchange=\"filt()\"><option value=\"\">all</option>";

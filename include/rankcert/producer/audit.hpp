@@ -41,11 +41,12 @@ std::uint64_t parse_claim_count(const std::string& s, const std::string& what);
 struct Claim {
     std::optional<std::uint64_t> lower, upper;
     std::string text;
+    bool none = false;  // "none": no claim, bracket only (rankcert survey)
 };
 Claim parse_claim(const std::string& text);  // throws InputError("claim: ...")
 
 // confirmed when [L, U] lies inside the claim, refuted when it misses it,
-// open otherwise.
+// open otherwise; "bracketed" for the claim "none" (never decided early).
 std::string decide_claim(const Claim& c, std::uint64_t L, std::uint64_t U);
 // Decided as far as an anytime search is concerned (confirmed or refuted).
 inline bool decided(const std::string& verdict) { return verdict == "confirmed" || verdict == "refuted"; }
