@@ -362,6 +362,7 @@ int survey_main(int argc, char** argv) {
         std::sort(files.begin(), files.end());
         std::ostringstream rows;
         std::size_t n = 0;
+        std::set<std::string> stems;  // file names that sanitise alike ("a b", "a_b") get -2, -3, ...
         for (const auto& f : files) {
             json doc = read_document(f, f.string());
             if (!doc.is_object() || !doc.contains("instance")) continue;  // not an instance (e.g. a witness)
@@ -370,8 +371,11 @@ int survey_main(int argc, char** argv) {
             for (char& c : stem)
                 if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
             if (stem.empty() || stem[0] == '.' || stem[0] == '-') stem = "h" + stem;
+            stem = stem.substr(0, 72);
+            for (int k = 2; stems.count(stem); ++k) stem = stem.substr(0, 72) + "-" + std::to_string(k);
+            stems.insert(stem);
             for (const auto& e : eps_list) {
-                json r = {{"id", stem.substr(0, 80) + "-eps" + e.file_text()}, {"eps", e.text}, {"claim", "none"},
+                json r = {{"id", stem + "-eps" + e.file_text()}, {"eps", e.text}, {"claim", "none"},
                           {"instance", fs::absolute(f).string()}};
                 for (const char* k : {"model", "layer", "head"})
                     if (prov.contains(k) && (prov[k].is_string() || prov[k].is_number_integer()))

@@ -137,6 +137,28 @@ private:
 
 void append(std::vector<float>& out, const std::vector<float>& v) { out.insert(out.end(), v.begin(), v.end()); }
 
+using RowMatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// LayerNorm of every row (gpt2, bert, vit), in float32 as the models run it.
+RowMatF layer_norm_rows(const RowMatF& in, const std::vector<float>& g, const std::vector<float>& b, float eps) {
+    using MapV = Eigen::Map<const Eigen::RowVectorXf>;
+    const Eigen::Index E = in.cols();
+    RowMatF out(in.rows(), E);
+    for (Eigen::Index t = 0; t < in.rows(); ++t) {
+        const float mean = in.row(t).sum() / static_cast<float>(E);
+        const Eigen::RowVectorXf cen = in.row(t).array() - mean;
+        const float var = cen.squaredNorm() / static_cast<float>(E);
+        out.row(t) = (cen / std::sqrt(var + eps)).cwiseProduct(MapV(g.data(), E)) + MapV(b.data(), E);
+    }
+    return out;
+}
+
+// GELU in its tanh form (gpt2's gelu_new, gelu_pytorch_tanh).
+float gelu_tanh(float z) {
+    const float c0 = std::sqrt(2.0f / static_cast<float>(M_PI));
+    return 0.5f * z * (1.0f + std::tanh(c0 * (z + 0.044715f * z * z * z)));
+}
+
 // HuggingFace's converter permutes the rows of each head of q_proj/k_proj so
 // that rotate_half (first half, second half) acts as the original RoPE on
 // adjacent pairs: hf row h*hs + j*hs/2 + i holds original row h*hs + 2i + j.
@@ -294,14 +316,7 @@ std::vector<float> Gpt2Model::forward(const std::vector<int>& tokens) {
         x.row(t) = MapV(&wte_[static_cast<std::size_t>(id) * static_cast<std::size_t>(E)], E) + MapV(&wpe_[static_cast<std::size_t>(t * E)], E);
     }
     auto layer_norm = [&](const MatF& in, const std::vector<float>& g, const std::vector<float>& b) {
-        MatF out(in.rows(), in.cols());
-        for (Eigen::Index t = 0; t < in.rows(); ++t) {
-            const float mean = in.row(t).sum() / static_cast<float>(E);
-            const Eigen::RowVectorXf cen = in.row(t).array() - mean;
-            const float var = cen.squaredNorm() / static_cast<float>(E);
-            out.row(t) = (cen / std::sqrt(var + ln_eps_)).cwiseProduct(MapV(g.data(), E)) + MapV(b.data(), E);
-        }
-        return out;
+        return layer_norm_rows(in, g, b, ln_eps_);
     };
     q_.assign(static_cast<std::size_t>(n_layer_), {});
     k_.assign(static_cast<std::size_t>(n_layer_), {});
@@ -330,8 +345,7 @@ std::vector<float> Gpt2Model::forward(const std::vector<int>& tokens) {
         const MatF h2 = layer_norm(x, L.ln2_w, L.ln2_b);
         MatF f = h2 * MapM(L.fc_w.data(), E, inner_);
         f.rowwise() += MapV(L.fc_b.data(), inner_);
-        const float c0 = std::sqrt(2.0f / static_cast<float>(M_PI));
-        f = f.unaryExpr([c0](float z) { return 0.5f * z * (1.0f + std::tanh(c0 * (z + 0.044715f * z * z * z))); });
+        f = f.unaryExpr(&gelu_tanh);
         MatF m = f * MapM(L.fc2_w.data(), inner_, E);
         m.rowwise() += MapV(L.fc2_b.data(), E);
         x += m;
@@ -490,14 +504,7 @@ void EncoderModel::run(std::vector<float> xs) {
     T_ = static_cast<std::size_t>(T);
     MatF x = Eigen::Map<MatF>(xs.data(), T, E);
     auto layer_norm = [&](const MatF& in, const std::vector<float>& g, const std::vector<float>& b) {
-        MatF out(in.rows(), in.cols());
-        for (Eigen::Index t = 0; t < in.rows(); ++t) {
-            const float mean = in.row(t).sum() / static_cast<float>(E);
-            const Eigen::RowVectorXf cen = in.row(t).array() - mean;
-            const float var = cen.squaredNorm() / static_cast<float>(E);
-            out.row(t) = (cen / std::sqrt(var + ln_eps_)).cwiseProduct(MapV(g.data(), E)) + MapV(b.data(), E);
-        }
-        return out;
+        return layer_norm_rows(in, g, b, ln_eps_);
     };
     // y = x W^T + b for a Linear layer's weight [out, in].
     auto linear = [&](const MatF& in, const std::vector<float>& W, const std::vector<float>& b, Eigen::Index out) {
@@ -506,13 +513,7 @@ void EncoderModel::run(std::vector<float> xs) {
         return y;
     };
     const bool tanh_gelu = act_ != "gelu";
-    auto gelu = [tanh_gelu](float z) {
-        if (tanh_gelu) {
-            const float c0 = std::sqrt(2.0f / static_cast<float>(M_PI));
-            return 0.5f * z * (1.0f + std::tanh(c0 * (z + 0.044715f * z * z * z)));
-        }
-        return 0.5f * z * (1.0f + std::erf(z / std::sqrt(2.0f)));
-    };
+    auto gelu = [tanh_gelu](float z) { return tanh_gelu ? gelu_tanh(z) : 0.5f * z * (1.0f + std::erf(z / std::sqrt(2.0f))); };
     if (family_ == "bert") x = layer_norm(x, emb_ln_w_, emb_ln_b_);
     q_.assign(static_cast<std::size_t>(n_layer_), {});
     k_.assign(static_cast<std::size_t>(n_layer_), {});

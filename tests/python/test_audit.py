@@ -73,6 +73,17 @@ def write_claims(d):
     return path
 
 
+def check_schema(doc):
+    """audit.json against docs/schema (skipped with a message without python3-jsonschema)."""
+    try:
+        import jsonschema
+    except ImportError:
+        sys.stderr.write("[python3-jsonschema absent: audit.json not checked against its schema] ")
+        return
+    with open(os.path.join(ROOT, "docs", "schema", "rankcert-audit.schema.json")) as f:
+        jsonschema.validate(doc, json.load(f))
+
+
 def verdicts(folder):
     with open(os.path.join(folder, "audit.json")) as f:
         doc = json.load(f)
@@ -98,13 +109,7 @@ class AuditTests(unittest.TestCase):
             self.assertEqual(v["broken"], ("error", None, None))
             self.assertEqual(v["real-wide"][0], "confirmed")
             self.assertEqual(doc["counts"], {"confirmed": 4, "refuted": 3, "open": 0, "bracketed": 0, "error": 1, "total": 8})
-            try:
-                import jsonschema
-            except ImportError:
-                sys.stderr.write("[python3-jsonschema absent: audit.json not checked against its schema] ")
-            else:
-                with open(os.path.join(ROOT, "docs", "schema", "rankcert-audit.schema.json")) as f:
-                    jsonschema.validate(doc, json.load(f))
+            check_schema(doc)
             byid = {c["id"]: c for c in doc["claims"]}
             self.assertEqual(byid["eye-given"]["decided_by"], "the given factor")
             self.assertEqual(byid["eye-given"]["given_factor"]["verdict"], "verified")
@@ -233,13 +238,7 @@ class SurveyTests(unittest.TestCase):
             doc = json.loads(read(os.path.join(out, "audit.json")))
             self.assertEqual(doc["counts"]["bracketed"], 80)
             self.assertEqual(doc["counts"]["total"], 80)
-            try:
-                import jsonschema
-            except ImportError:
-                sys.stderr.write("[python3-jsonschema absent: audit.json not checked against its schema] ")
-            else:
-                with open(os.path.join(ROOT, "docs", "schema", "rankcert-audit.schema.json")) as f:
-                    jsonschema.validate(doc, json.load(f))
+            check_schema(doc)
             for c in doc["claims"]:
                 self.assertEqual(c["verdict"], "bracketed")
                 self.assertLessEqual(1, c["lower"])
@@ -254,6 +253,14 @@ class SurveyTests(unittest.TestCase):
             self.assertIn("80 already decided", p.stderr)
             run("report", out, "-o", os.path.join(out, "r.html"))
             self.assertIn("80 bracketed", read(os.path.join(out, "r.html")))
+            # File names that sanitise to one id get their own ids.
+            for name in ("x y.json", "x_y.json"):
+                shutil.copy(os.path.join(heads, "s-L0-H0.json"), os.path.join(heads, name))
+            run("survey", heads, "--eps", "0.1", "-o", os.path.join(d, "o3"), "--time-budget", "1", "-q")
+            ids = {c["id"]: c["verdict"] for c in json.loads(read(os.path.join(d, "o3", "audit.json")))["claims"]}
+            self.assertEqual(ids.get("x_y-eps0.1"), "bracketed")
+            self.assertEqual(ids.get("x_y-2-eps0.1"), "bracketed")
+            self.assertNotIn("error", ids.values())
             # Errors are one line, exit 3.
             for args, msg in [([heads, "--eps", "x", "-o", out], "--eps"),
                               ([os.path.join(d, "none"), "-o", out], "no such file"),

@@ -564,6 +564,16 @@ class EncoderFamilyTests(unittest.TestCase):
                 np.testing.assert_allclose(q, want[l][0][:, h * hs:(h + 1) * hs], rtol=1e-4, atol=1e-4)
                 np.testing.assert_allclose(k, want[l][1][:, h * hs:(h + 1) * hs], rtol=1e-4, atol=1e-4)
 
+    def provenance_and_bracket(self, out, stem, family, key):
+        """The written provenance names the family; one head brackets to a verified bundle."""
+        with open(os.path.join(out, stem + ".json")) as f:
+            prov = json.load(f)["provenance"]
+        self.assertEqual(prov["model_type"], family)
+        self.assertIn(key, prov)
+        p = rc("bracket", "--instance", os.path.join(out, stem + ".json"), "--eps", "0.1", "--out", os.path.join(out, "br"),
+               "--time-budget", "3", "--json", "-q", ok=(0, 2))
+        self.assertEqual(json.loads(p.stdout)["results"][0]["verdict"], "verified")
+
     def test_bert_matches_a_float64_forward_pass(self):
         rng = np.random.default_rng(11)
         E, H, L, I, V, P, T = self.E, self.H, self.L, self.I, 40, 24, 13
@@ -592,14 +602,7 @@ class EncoderFamilyTests(unittest.TestCase):
             toks = ",".join(map(str, tokens))
             rc("extract", "--hf", hf, "--tokens", toks, "--out", os.path.join(d, "out"), "--name", "b")
             self.check(os.path.join(d, "out"), "b", want, T)
-            with open(os.path.join(d, "out", "b-L1-H0.json")) as f:
-                prov = json.load(f)["provenance"]
-            self.assertEqual(prov["model_type"], "bert")
-            self.assertIn("config.json_sha256", prov)
-            # Its heads bracket to verified bundles.
-            p = rc("bracket", "--instance", os.path.join(d, "out", "b-L1-H0.json"), "--eps", "0.1", "--out", os.path.join(d, "br"),
-                   "--time-budget", "3", "--json", "-q", ok=(0, 2))
-            self.assertEqual(json.loads(p.stdout)["results"][0]["verdict"], "verified")
+            self.provenance_and_bracket(os.path.join(d, "out"), "b-L1-H0", "bert", "config.json_sha256")
             for args, msg in [(["--tokens", "1,2,40"], "outside the vocabulary"),
                               (["--tokens", ",".join(["1"] * (P + 1))], "max_position_embeddings"),
                               (["--text", "hello"], "needs --tokens")]:
@@ -647,13 +650,7 @@ class EncoderFamilyTests(unittest.TestCase):
             np.save(os.path.join(d, "img.npy"), img)
             rc("extract", "--hf", hf, "--pixels", os.path.join(d, "img.npy"), "--out", os.path.join(d, "out"), "--name", "v")
             self.check(os.path.join(d, "out"), "v", want, G * G + 1)
-            with open(os.path.join(d, "out", "v-L0-H1.json")) as f:
-                prov = json.load(f)["provenance"]
-            self.assertEqual(prov["model_type"], "vit")
-            self.assertIn("pixels_sha256", prov)
-            p = rc("bracket", "--instance", os.path.join(d, "out", "v-L1-H1.json"), "--eps", "0.1", "--out", os.path.join(d, "br"),
-                   "--time-budget", "3", "--json", "-q", ok=(0, 2))
-            self.assertEqual(json.loads(p.stdout)["results"][0]["verdict"], "verified")
+            self.provenance_and_bracket(os.path.join(d, "out"), "v-L1-H1", "vit", "pixels_sha256")
             np.save(os.path.join(d, "small.npy"), img[:, :, :8, :8])
             np.save(os.path.join(d, "gray.npy"), img[:, :1])
             bad = img.copy()
