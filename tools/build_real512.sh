@@ -8,18 +8,22 @@
 #             --steps 520, the "<s>" story separator removed, cut to 1202
 #             characters = 512 tokens with BOS).
 #   instances certificates/real/full512/*-L*-H*.json (+ .q.npy/.k.npy, 1 MB)
-#   bundles   every head's bundles go to $OUT (default build/real512); the
-#             layer heads H0 (15 bundles) are copied into
+#   bundles   one `rankcert survey` (every head x eps, untrusted search,
+#             every bundle verified by the checker) in $OUT/survey (default
+#             build/real512); tools/corpus_merge.py places its bundles in
+#             $OUT/bundles, and the layer heads H0 (15 bundles) are copied into
 #             certificates/real/full512/.  All 120 bundles together are about
 #             100 MB of float16/float32 factors (ranks 250-450 of 512), too
 #             large to commit; the summary of all 120 is committed.
 #
 # usage: [BUDGET=S] [KEEP=DIR] tools/build_real512.sh   (JOBS=2; about 20 minutes on 2 cores)
-#   BUDGET  seconds per head for the three eps (default: rankcert bracket's,
-#           60 s at 512 tokens); 40 heads take about 40 * BUDGET / JOBS.
-#   KEEP    an earlier DEST (e.g. a copy of certificates/real/full512): its
-#           bundles of a head are offered with --start-from, so those heads'
-#           brackets never get wider.  KEEP must differ from DEST.
+#   BUDGET  seconds per head for the three eps (default 60: 20 s per eps, the
+#           default of `rankcert bracket` at 512 tokens); 40 heads take
+#           about 40 * BUDGET / JOBS.
+#   KEEP    a folder of earlier bundles of these heads (e.g. a copy of
+#           certificates/real/full512, or an earlier $OUT/bundles): they are
+#           merged with the new ones, each end from whichever is tighter, so
+#           those brackets never get wider.  KEEP must differ from DEST.
 #   HEADS   which heads to run, a glob over L<layer>-H<head> (default all 40;
 #           HEADS='L*-H[1-7]' runs the 35 heads whose bundles are not committed)
 set -euo pipefail
@@ -29,7 +33,7 @@ jobs=${JOBS:-2}
 out=${OUT:-build/real512}
 dest=${DEST:-certificates/real/full512}
 keep=${KEEP:-}
-budget=${BUDGET:-}
+budget=${BUDGET:-60}
 heads=${HEADS:-L*-H*}
 if [ -n "$keep" ] && [ "$(realpath -m "$keep")" = "$(realpath -m "$dest")" ]; then
   echo "build_real512.sh: KEEP must differ from DEST (DEST is rebuilt from scratch)" >&2
@@ -40,15 +44,24 @@ rm -rf "$out" "$dest"
 mkdir -p "$out"
 "$rc" extract --checkpoint data/stories260K/stories260K.bin --tokenizer data/stories260K/tok512.bin \
   --text-file certificates/real/texts/full512.txt --out "$dest" --name full512
-export rc out keep budget
-# One BLAS thread and one checker thread per job: JOBS jobs share the cores.
-ls "$dest"/full512-$heads.json | OPENBLAS_NUM_THREADS=1 xargs -P "$jobs" -I{} sh -c \
-  'b=$(basename {} .json); extra=""
-   [ -n "$budget" ] && extra="--time-budget $budget"
-   for f in ${keep:+"$keep"/$b-eps*.json}; do [ -f "$f" ] && extra="$extra --start-from $f"; done
-   "$rc" bracket --instance {} --eps 0.05,0.1,0.2 --out "$out/$b" --threads 1 --json -q $extra \
-     > "$out/$b.result.json" || echo "FAILED: {}" >&2'
-# Every sidecar of the bundles (start-from ones are named after the start,
-# e.g. full512-L1-H0.start4-2.u.npy), and the instance sidecars again.
-for b in "$out"/full512-L*-H0; do cp "$b"/*-eps*.json "$b"/*.npy "$dest"/ 2>/dev/null || true; done
+mkdir -p "$out/bundles"
+if [ -n "$keep" ]; then
+  # Earlier bundles first; the survey's are merged into them end by end.
+  cp "$keep"/full512-L*-H*-eps*.json "$keep"/*.npy "$out/bundles/"
+fi
+# One BLAS thread per job: JOBS jobs share the cores.  The survey gives each
+# eps a third of BUDGET.
+ls "$dest"/full512-$heads.json | OPENBLAS_NUM_THREADS=1 xargs "$rc" survey --eps 0.05,0.1,0.2 \
+  --time-budget "$(awk -v b="$budget" 'BEGIN {print b / 3}')" --jobs "$jobs" -o "$out/survey"
+/usr/bin/python3 tools/corpus_merge.py "$out/survey" --dest "$out/bundles"
+# The bundles of head 0 of every layer with the sidecars they name.
+/usr/bin/python3 - "$out/bundles" "$dest" <<'PY'
+import glob, json, os, shutil, sys
+sys.path.insert(0, "tools")
+from corpus_merge import sidecars
+src, dst = sys.argv[1:]
+for b in sorted(glob.glob(os.path.join(src, "full512-L?-H0-eps*.json"))):
+    for f in [os.path.basename(b)] + sidecars(json.load(open(b))):
+        shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
+PY
 /usr/bin/python3 tools/real512_summary.py "$out" "$dest"

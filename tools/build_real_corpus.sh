@@ -5,35 +5,41 @@
 #   certificates/real/texts/, and BERT-Tiny layer 0 (2 heads x 4 inputs);
 #   each head at temperature multipliers 0.5, 1, 2 and eps 0.05, 0.1, 0.2.
 #
-# Every bundle is written by `rankcert bracket` (untrusted search) and
-# verified by the checker; afterwards tools/real_summary.py re-verifies the
-# whole folder and writes SUMMARY.md, summary.csv and brackets.svg.
+# 1. `rankcert extract` (and tools/berttiny_instances.py) write the instances
+#    beside the committed bundles (deterministic: the same files again);
+# 2. one `rankcert survey` over all of them (--temperature 0.5,1,2, --eps
+#    0.05,0.1,0.2; untrusted search, every bundle verified by the checker),
+#    in $OUT (default build/real-survey; resumable with RESUME=1);
+# 3. tools/corpus_merge.py puts each bundle beside its instance, each end of a
+#    bracket kept from whichever of (committed, new) is tighter, so no
+#    committed bracket gets wider (FRESH=1 deletes the committed bundles
+#    first: a build from scratch);
+# 4. tools/real_summary.py re-verifies the whole folder and writes SUMMARY.md,
+#    summary.csv and brackets.svg (it fails if anything does not verify).
 #
-# usage: tools/build_real_corpus.sh        (JOBS=2 by default; needs python3-numpy
-#                                           for the BERT-Tiny instances)
+# usage: [JOBS=2] [BUDGET=2] [OUT=build/real-survey] [RESUME=1] [FRESH=1] tools/build_real_corpus.sh
+#   1,152 brackets (128 heads x 3 t x 3 eps); with BUDGET seconds each,
+#   about 1152 * (BUDGET + 1) / JOBS seconds (BUDGET=2, JOBS=2: 30 minutes).
+#   Needs python3-numpy for the BERT-Tiny instances.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=certificates/real
-rc=build/rankcert
+real=certificates/real
+rc=${RC:-build/rankcert}
 jobs=${JOBS:-2}
+budget=${BUDGET:-2}
+out=${OUT:-build/real-survey}
 [ -x "$rc" ] || ./build.sh build
-rm -rf "$out/stories260K" "$out/berttiny"
+if [ "${FRESH:-0}" = 1 ]; then
+  rm -rf "$real/stories260K" "$real/berttiny"
+fi
+[ "${RESUME:-0}" = 1 ] || rm -rf "$out"
 for t in short medium long; do
   "$rc" extract --checkpoint data/stories260K/stories260K.bin --tokenizer data/stories260K/tok512.bin \
-    --text-file "$out/texts/$t.txt" --out "$out/stories260K/$t" --name "$t"
+    --text-file "$real/texts/$t.txt" --out "$real/stories260K/$t" --name "$t" > /dev/null
 done
-/usr/bin/python3 tools/berttiny_instances.py "$out/berttiny"
-
-list=$(mktemp)
-trap 'rm -f "$list"' EXIT
-for inst in "$out"/stories260K/*/*-L*-H*.json "$out"/berttiny/bert-*-H*.json; do
-  for temp in 0.5 1 2; do echo "$inst $temp"; done
-done > "$list"
-total=$(wc -l < "$list")
-echo "bracketing $total (instance, temperature) pairs with $jobs jobs"
-export rc
-# Fast search settings: short LP growth, no alternating refits (they rarely
-# pay off on these heads; see docs/benchmarks.md).
-xargs -P "$jobs" -L 1 sh -c '"$rc" bracket --instance "$0" --temperature "$1" --eps 0.05,0.1,0.2 \
-    --out "$(dirname "$0")" --lp-budget 0.5 --refits 0 --threads 1 -q > /dev/null || echo "FAILED: $0 t=$1" >&2' < "$list"
-/usr/bin/python3 tools/real_summary.py "$out"
+/usr/bin/python3 tools/berttiny_instances.py "$real/berttiny" > /dev/null
+# One BLAS thread per job: JOBS jobs share the cores.
+OPENBLAS_NUM_THREADS=1 "$rc" survey "$real"/stories260K/short "$real"/stories260K/medium "$real"/stories260K/long \
+  "$real"/berttiny --temperature 0.5,1,2 --eps 0.05,0.1,0.2 --time-budget "$budget" --jobs "$jobs" -o "$out"
+/usr/bin/python3 tools/corpus_merge.py "$out" --tsv "$real/refresh.tsv"
+/usr/bin/python3 tools/real_summary.py "$real"

@@ -2,8 +2,11 @@
 """Summarise the real-size corpus (tools/build_real512.sh; standard library only).
 
 Re-verifies every bundle under OUT with `build/rankcert verify --json` (the
-verdicts below come from that run), reads the producer's per-head timings
-(OUT/<head>.result.json), and writes DEST/SUMMARY.md and DEST/summary.csv.
+verdicts below come from that run), reads the producer's per-head timings, and
+writes DEST/SUMMARY.md and DEST/summary.csv.  OUT is what
+tools/build_real512.sh leaves: OUT/survey (a `rankcert survey` folder, the
+timings) and OUT/bundles (its bundles placed by tools/corpus_merge.py), or,
+from before the survey, OUT/<head>.result.json of `rankcert bracket --json`.
 
 usage: /usr/bin/python3 tools/real512_summary.py OUT DEST [HOW] [--earlier CSV]
                                                     [--combine] [--label TEXT] [--earlier-label TEXT]
@@ -94,6 +97,47 @@ def take_option(args, name, default, what):
     return value
 
 
+def kind_at(doc, bound):
+    """The kind of the bundle's certificate that gives its claimed end."""
+    end = doc["claim"]["lower" if bound == "lower" else "upper"]
+    for c in doc.get("certificates", []):
+        if c.get("bound") == bound and c.get("rank") == end:
+            return c.get("kind", "-")
+    return "-"
+
+
+def head_results(out, survey, bundle_dir):
+    """(head, [{"eps", "bundle", "seconds", ...}]) per head, from a survey folder
+    (its rows' times; the bundles as placed in bundle_dir) or from the
+    per-head `rankcert bracket --json` outputs of earlier builds."""
+    if os.path.isdir(survey):
+        by_head = {}
+        for name in sorted(os.listdir(os.path.join(survey, "results"))):
+            if not name.endswith(".json"):
+                continue
+            with open(os.path.join(survey, "results", name)) as f:
+                res = json.load(f)
+            bundle = os.path.join(bundle_dir, res["id"] + ".json")
+            if res.get("verdict") != "bracketed" or not os.path.exists(bundle):
+                print(f"real512_summary.py: {res['id']}: {res.get('verdict')}; left out", file=sys.stderr)
+                continue
+            head = res["id"].rsplit("-eps", 1)[0]
+            # The placed bundle may keep an end of an earlier pass: its kinds are read from it.
+            by_head.setdefault(head, []).append({"eps": res["eps"], "bundle": bundle, "seconds": res["seconds"]})
+        return sorted(by_head.items())
+    found = []
+    for name in sorted(os.listdir(out)):
+        if not name.endswith(".result.json"):
+            continue
+        with open(os.path.join(out, name)) as f:
+            text = f.read()
+        if not text.strip():  # a head still running, or one whose run failed
+            print(f"real512_summary.py: {name} is empty; that head is left out", file=sys.stderr)
+            continue
+        found.append((name[: -len(".result.json")], json.loads(text)["results"]))
+    return found
+
+
 def main():
     args = sys.argv[1:]
     combined = "--combine" in args
@@ -109,22 +153,15 @@ def main():
     if len(args) < 2:
         sys.exit("usage: real512_summary.py OUT DEST [HOW] [--earlier CSV] [--combine] [--label TEXT] [--earlier-label TEXT]")
     out, dest = args[0], args[1]
+    survey = os.path.join(out, "survey")
+    bundle_dir = os.path.join(out, "bundles") if os.path.isdir(survey) else out
     t0 = time.time()
-    p = subprocess.run([os.path.join(ROOT, "build", "rankcert"), "verify", "--json", "--quiet", out],
+    p = subprocess.run([os.path.join(ROOT, "build", "rankcert"), "verify", "--json", "--quiet", bundle_dir],
                        capture_output=True, text=True)
     verify_seconds = time.time() - t0
     verdict = {os.path.normpath(b["bundle"]): b["verdict"] for b in json.loads(p.stdout)["bundles"]}
     rows, head_seconds = [], {}
-    for name in sorted(os.listdir(out)):
-        if not name.endswith(".result.json"):
-            continue
-        head = name[: -len(".result.json")]
-        with open(os.path.join(out, name)) as f:
-            text = f.read()
-        if not text.strip():  # a head still running, or one whose run failed
-            print(f"real512_summary.py: {name} is empty; that head is left out", file=sys.stderr)
-            continue
-        results = json.loads(text)["results"]
+    for head, results in head_results(out, survey, bundle_dir):
         head_seconds[head] = sum(r["seconds"] for r in results)
         for r in results:
             with open(r["bundle"]) as f:
@@ -133,7 +170,8 @@ def main():
             rows.append({"layer": prov.get("layer"), "head": prov.get("head"), "n": prov.get("tokens"), "eps": r["eps"],
                          "L": doc["claim"]["lower"], "U": doc["claim"]["upper"],
                          "closed": doc["claim"]["lower"] == doc["claim"]["upper"],
-                         "lower_kind": r["lower_kind"], "upper_kind": r["upper_kind"], "seconds": round(r["seconds"], 1),
+                         "lower_kind": r.get("lower_kind") or kind_at(doc, "lower"),
+                         "upper_kind": r.get("upper_kind") or kind_at(doc, "upper"), "seconds": round(r["seconds"], 1),
                          "verdict": verdict.get(os.path.normpath(r["bundle"]), "?"),
                          "committed": prov.get("head") == 0, "L_from": label, "U_from": label})
     fresh = len(rows)
@@ -166,7 +204,7 @@ def main():
     if fresh == len(rows):
         checked = (f"All {len(rows)} bundles were re-verified by `rankcert verify`: {n_ok} of {len(rows)} verified, "
                    f"in {verify_seconds:.1f} s for all of them.")
-        sizes = (f"All {len(rows)} bundles with their sidecars: {folder_bytes(out) / 2**20:.0f} MiB (float16/float32 "
+        sizes = (f"All {len(rows)} bundles with their sidecars: {folder_bytes(bundle_dir) / 2**20:.0f} MiB (float16/float32 "
                  f"factors of rank 250-470; too large to commit).  ")
     else:
         kept_committed = sum(r["committed"] for r in kept)

@@ -35,23 +35,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus_merge import merge, prune  # noqa: E402  (one merge for refresh and survey placement)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RC = os.environ.get("RANKCERT", os.path.join(ROOT, "build", "rankcert"))
 EPS = ("0.05", "0.1", "0.2")
-
-
-def sidecars(cert):
-    """File names a certificate refers to (any {"npy": name} below it)."""
-    out = []
-    if isinstance(cert, dict):
-        if isinstance(cert.get("npy"), str):
-            out.append(cert["npy"])
-        for v in cert.values():
-            out += sidecars(v)
-    elif isinstance(cert, list):
-        for v in cert:
-            out += sidecars(v)
-    return out
 
 
 def bracket(inst, temp, eps, budget, scratch, focus, start, seed):
@@ -74,38 +63,6 @@ def bracket(inst, temp, eps, budget, scratch, focus, start, seed):
 def gap(path):
     claim = json.load(open(path))["claim"]
     return claim["upper"] - claim["lower"]
-
-
-def merge(old_path, new_path):
-    """Returns (old (L, U), merged (L, U)); rewrites old_path when merged is better."""
-    old, new = json.load(open(old_path)), json.load(open(new_path))
-    ol, ou = old["claim"]["lower"], old["claim"]["upper"]
-    nl, nu = new["claim"]["lower"], new["claim"]["upper"]
-    if nl <= ol and nu >= ou:
-        return (ol, ou), (ol, ou)
-    folder, newdir = os.path.dirname(old_path), os.path.dirname(new_path)
-    pick = {"lower": new if nl > ol else old, "upper": new if nu < ou else old}
-    certs = []
-    for bound in ("lower", "upper"):
-        src = pick[bound]
-        for c in src["certificates"]:
-            if c.get("bound") != bound:
-                continue
-            if src is new:
-                for f in sidecars(c):
-                    shutil.copyfile(os.path.join(newdir, f), os.path.join(folder, f))
-            certs.append(c)
-    merged = dict(old)
-    merged["certificates"] = certs
-    merged["claim"] = {"lower": max(ol, nl), "upper": min(ou, nu)}
-    prov = dict(old.get("provenance", {}))
-    prov["producer"] = new.get("provenance", {}).get("producer", prov.get("producer"))
-    merged["provenance"] = prov
-    tmp = old_path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(merged, f, separators=(",", ":"))
-    os.replace(tmp, old_path)
-    return (ol, ou), (merged["claim"]["lower"], merged["claim"]["upper"])
 
 
 def main():
@@ -162,22 +119,13 @@ def main():
             new = fu.result()
             for e in eps:
                 old_path = f"{inst[:-5]}-t{temp}-eps{e}.json"
-                before, after = merge(old_path, new[e])
+                before, after, _ = merge(old_path, new[e])
                 changed += before != after
                 rows.append((os.path.basename(old_path), before, after))
             print(f"\r{i}/{len(work)} runs, {changed} brackets tightened", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    # remove sidecars no bundle names any more
     for t in a.texts.split(","):
-        d = folder(t)
-        named = set()
-        for f in os.listdir(d):
-            if f.endswith(".json"):
-                doc = json.load(open(os.path.join(d, f)))
-                named.update(sidecars(doc))
-        for f in os.listdir(d):
-            if f.endswith(".npy") and f not in named:
-                os.remove(os.path.join(d, f))
+        prune(folder(t))
     shutil.rmtree(scratch)
     with open(os.path.join(ROOT, "certificates/real/refresh.tsv"), "w") as f:
         f.write("bundle\told_L\told_U\tnew_L\tnew_U\n")

@@ -325,18 +325,23 @@ int report_main(int argc, char** argv) {
 // every eps as a claims file with the claim "none", decided by audit_main
 // (same jobs, resume, shards, merge and report).
 int survey_main(int argc, char** argv) {
-    CLI::App app{"rankcert survey: bracket every head of a model at several eps.  HEADS is a folder of instances as "
-                 "rankcert extract writes them (or one instance file); the survey is an audit without claims: "
+    CLI::App app{"rankcert survey: bracket every head of a model at several eps.  HEADS are folders of instances as "
+                 "rankcert extract writes them, or instance files; the survey is an audit without claims: "
                  "OUT/survey.jsonl lists one row per head and eps with the claim \"none\", each row gets its whole "
                  "time budget and the verdict \"bracketed\" with its certified [L, U].  Resumable, --jobs, --shard "
                  "and Slurm arrays as for rankcert audit; rankcert report OUT draws L and U against eps per head.",
                  "rankcert survey"};
-    std::string heads, out, shard, eps_text = "0.05,0.1,0.2";
+    std::vector<std::string> heads;
+    std::string out, shard, eps_text = "0.05,0.1,0.2", temps_text;
     unsigned jobs = 1;
     double budget = 0;
     bool quiet = false, verbose = false;
-    app.add_option("heads", heads, "Folder of instance files (rankcert extract --out), or one instance file")->required();
+    app.add_option("heads", heads, "Folders of instance files (rankcert extract --out; bundles in them are skipped), or instance files")
+        ->required();
     app.add_option("--eps", eps_text, "Tolerances, comma separated (default 0.05,0.1,0.2)");
+    app.add_option("--temperature", temps_text,
+                   "Temperature multipliers t, comma separated (logits t*s*<q,k>; qk instances); each head is bracketed "
+                   "at every t (default: the instance as written)");
     app.add_option("-o,--out", out, "Survey folder (survey.jsonl, results/, claims/, audit.json)")->required();
     app.add_option("--jobs", jobs, "Brackets run in parallel (processes; default 1)")->check(CLI::Range(1, 256));
     app.add_option("--shard", shard, "Only rows i, i+n, ... (0-based i/n); default from SLURM_ARRAY_TASK_* when set");
@@ -346,26 +351,43 @@ int survey_main(int argc, char** argv) {
     app.add_flag("-v,--verbose", verbose, "The search's progress lines too");
     return run_command(app, argc, argv, "rankcert survey", [&]() -> int {
         const auto eps_list = parse_eps_list(eps_text, "--eps");
-        std::vector<fs::path> files;
-        if (!path_exists(heads)) throw InputError(heads + ": no such file or folder");
-        std::error_code ec;
-        if (fs::is_directory(heads, ec)) {
-            try {
-                for (const auto& e : fs::directory_iterator(heads))
-                    if (e.path().extension() == ".json" && e.is_regular_file()) files.push_back(e.path());
-            } catch (const fs::filesystem_error& e) {
-                throw InputError(heads + ": cannot read the folder (" + e.code().message() + ")");
+        // Temperatures are exact numbers like eps (positive), kept as written.
+        std::vector<std::string> temps;
+        if (temps_text.empty()) temps.push_back("");
+        else
+            for (const auto& t : parse_eps_list(temps_text, "--temperature")) {
+                if (t.exact.sign() == 0) throw InputError("--temperature: " + t.text + ": must be > 0");
+                temps.push_back(t.text);
             }
-        } else {
-            files.push_back(heads);
+        // Folders give their instance files (bundles in them are skipped: an
+        // extract folder may hold the bundles of earlier runs); a file is taken as named.
+        std::vector<fs::path> files;
+        std::set<fs::path> from_folder;
+        for (const auto& h : heads) {
+            if (!path_exists(h)) throw InputError(h + ": no such file or folder");
+            std::error_code ec;
+            if (fs::is_directory(h, ec)) {
+                std::vector<fs::path> here;
+                try {
+                    for (const auto& e : fs::directory_iterator(h))
+                        if (e.path().extension() == ".json" && e.is_regular_file()) here.push_back(e.path());
+                } catch (const fs::filesystem_error& e) {
+                    throw InputError(h + ": cannot read the folder (" + e.code().message() + ")");
+                }
+                std::sort(here.begin(), here.end());
+                for (const auto& f : here) from_folder.insert(f);
+                files.insert(files.end(), here.begin(), here.end());
+            } else {
+                files.push_back(h);
+            }
         }
-        std::sort(files.begin(), files.end());
         std::ostringstream rows;
         std::size_t n = 0;
         std::set<std::string> stems;  // file names that sanitise alike ("a b", "a_b") get -2, -3, ...
         for (const auto& f : files) {
             json doc = read_document(f, f.string());
             if (!doc.is_object() || !doc.contains("instance")) continue;  // not an instance (e.g. a witness)
+            if (doc.contains("certificates") && from_folder.count(f)) continue;  // a bundle beside the instances
             const json prov = doc.contains("provenance") && doc["provenance"].is_object() ? doc["provenance"] : json::object();
             std::string stem = f.stem().string();
             for (char& c : stem)
@@ -374,9 +396,11 @@ int survey_main(int argc, char** argv) {
             stem = stem.substr(0, 72);
             for (int k = 2; stems.count(stem); ++k) stem = stem.substr(0, 72) + "-" + std::to_string(k);
             stems.insert(stem);
+            for (const auto& t : temps)
             for (const auto& e : eps_list) {
-                json r = {{"id", stem + "-eps" + e.file_text()}, {"eps", e.text}, {"claim", "none"},
+                json r = {{"id", stem + (t.empty() ? "" : "-t" + t) + "-eps" + e.file_text()}, {"eps", e.text}, {"claim", "none"},
                           {"instance", fs::absolute(f).string()}};
+                if (!t.empty()) r["temperature"] = t;
                 for (const char* k : {"model", "layer", "head"})
                     if (prov.contains(k) && (prov[k].is_string() || prov[k].is_number_integer()))
                         r[k] = prov[k].is_string() ? prov[k].get<std::string>() : std::to_string(prov[k].get<long long>());
@@ -384,12 +408,13 @@ int survey_main(int argc, char** argv) {
                 ++n;
             }
         }
-        if (n == 0) throw InputError(heads + ": no instance files (*.json with an \"instance\" object)");
+        if (n == 0) throw InputError(heads[0] + (heads.size() > 1 ? " ...": "") + ": no instance files (*.json with an \"instance\" object)");
         fs::create_directories(out);
         const fs::path list = fs::path(out) / "survey.jsonl";
         write_atomic(list, rows.str());
         if (!quiet)
-            std::cerr << "rankcert survey: " << n / eps_list.size() << " heads x " << eps_list.size() << " eps = " << n << " brackets in "
+            std::cerr << "rankcert survey: " << n / eps_list.size() / temps.size() << " heads x "
+                      << (temps.size() > 1 ? std::to_string(temps.size()) + " temperatures x " : "") << eps_list.size() << " eps = " << n << " brackets in "
                       << list.string() << "\n";
         std::vector<std::string> args = {"rankcert survey", list.string(), "-o", out, "--jobs", std::to_string(jobs)};
         if (!shard.empty()) args.insert(args.end(), {"--shard", shard});

@@ -92,6 +92,10 @@ json claim_instance(const std::map<std::string, std::string>& f, const fs::path&
         json inst = doc.contains("instance") ? doc["instance"] : doc;
         if (!inst.is_object()) throw InputError(p.string() + ": no instance object");
         copy_instance_sidecars(inst, p.parent_path(), dir, p.string());
+        if (has("temperature")) {
+            if (inst.value("kind", "") != "qk") throw InputError("temperature: applies to qk instances; " + p.string() + " is not one");
+            inst["temperature"] = f.at("temperature");
+        }
         return inst;
     }
     if (has("checkpoint")) return extract_instance(f, base, dir, id);

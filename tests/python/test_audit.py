@@ -269,6 +269,47 @@ class SurveyTests(unittest.TestCase):
                 self.assertIn(msg, p.stderr)
                 self.assertEqual(len(p.stderr.strip().splitlines()), 1)
 
+    def test_survey_temperatures_several_folders_and_placement(self):
+        # --temperature brackets every head at each t; several HEADS; bundles
+        # beside the instances are skipped; tools/corpus_merge.py places the
+        # bundles beside their instances and a second placement changes nothing.
+        with tempfile.TemporaryDirectory() as d:
+            a, b = os.path.join(d, "a"), os.path.join(d, "b")
+            for folder, name in ((a, "a"), (b, "b")):
+                full = os.path.join(d, "all-" + name)
+                run("extract", "--checkpoint", CKPT, "--tokenizer", TOK, "--text", "Once upon a time",
+                    "--out", full, "--name", name)
+                os.makedirs(folder)  # one head of the 40 per folder, with its sidecars
+                inst = json.loads(read(os.path.join(full, f"{name}-L0-H1.json")))["instance"]
+                for f in (f"{name}-L0-H1.json", inst["q"]["npy"], inst["k"]["npy"]):
+                    shutil.copy(os.path.join(full, f), folder)
+            out = os.path.join(d, "out")
+            run("survey", a, os.path.join(b, "b-L0-H1.json"), "--temperature", "0.5,2", "--eps", "0.1",
+                "-o", out, "--time-budget", "0.5", "-q")
+            doc = json.loads(read(os.path.join(out, "audit.json")))
+            ids = sorted(c["id"] for c in doc["claims"])
+            self.assertEqual(ids, ["a-L0-H1-t0.5-eps0.1", "a-L0-H1-t2-eps0.1", "b-L0-H1-t0.5-eps0.1", "b-L0-H1-t2-eps0.1"])
+            for c in doc["claims"]:
+                bundle = json.loads(read(os.path.join(out, c["bundle"])))
+                self.assertEqual(bundle["instance"]["temperature"], c["id"].split("-t")[1].split("-eps")[0])
+            merge = [sys.executable, os.path.join(ROOT, "tools", "corpus_merge.py"), out]
+            p = subprocess.run(merge, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("4 placed", p.stdout)
+            self.assertTrue(os.path.exists(os.path.join(a, "a-L0-H1-t2-eps0.1.json")))
+            self.assertEqual(run("verify", a, "-q").returncode, 0)
+            self.assertEqual(run("verify", b, "-q").returncode, 0)
+            p = subprocess.run(merge, capture_output=True, text=True)
+            self.assertIn("0 placed, 0 tightened, 4 unchanged", p.stdout)
+            # The placed bundles sit beside the instance; a new survey of the folder skips them.
+            p = run("survey", a, "--eps", "0.1", "-o", os.path.join(d, "o2"), "--time-budget", "0.5")
+            self.assertIn("1 heads x 1 eps", p.stderr)
+            for args, msg in [([a, "--temperature", "0", "-o", out], "--temperature"),
+                              ([a, "--temperature", "x", "-o", out], "--temperature")]:
+                p = run("survey", *args, ok=(3,))
+                self.assertIn(msg, p.stderr)
+                self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
 
 def png_colours(path):
     """The set of RGB colours of a PNG (8-bit RGB or RGBA, no interlace), decoded with zlib."""

@@ -1,5 +1,5 @@
 """Tests of the corpus tools' bookkeeping (tools/real512_summary.py,
-tools/install_real512.py).
+tools/install_real512.py, tools/corpus_merge.py, tools/eps_gap.py).
 
 Run: /usr/bin/python3 -m unittest tests/python/test_tools.py
 """
@@ -87,10 +87,6 @@ class Place(unittest.TestCase):
             json.dumps(doc)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 spec = importlib.util.spec_from_file_location("eps_gap", os.path.join(ROOT, "tools", "eps_gap.py"))
 gap = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(gap)
@@ -151,3 +147,95 @@ class EpsGap(unittest.TestCase):
                 f.write("layer,head,n,eps,L,U\n0,0,64,0.1,ten,12\n")
             with self.assertRaises(SystemExit):
                 gap.read_profiles(bad)
+
+
+spec = importlib.util.spec_from_file_location("corpus_merge", os.path.join(ROOT, "tools", "corpus_merge.py"))
+cmerge = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(cmerge)
+
+
+def put(folder, name, data):
+    with open(os.path.join(folder, name), "wb") as f:
+        f.write(data)
+
+
+def bundle(folder, L, U, q=b"q", tag="x"):
+    """A bundle-shaped document (never verified here: merge only moves certificates)."""
+    put(folder, "h.q.npy", q)
+    put(folder, f"b.neumann{L}.r.npy", tag.encode())
+    put(folder, f"b.factor{U}.u.npy", tag.encode())
+    doc = {"format": "rankcert/1", "instance": {"kind": "qk", "q": {"npy": "h.q.npy"}}, "eps": "1/10",
+           "claim": {"lower": L, "upper": U}, "provenance": {"producer": tag},
+           "certificates": [{"bound": "lower", "kind": "neumann", "rank": L, "r": {"npy": f"b.neumann{L}.r.npy"}},
+                            {"bound": "upper", "kind": "factor", "rank": U, "u": {"npy": f"b.factor{U}.u.npy"}}]}
+    with open(os.path.join(folder, "b.json"), "w") as f:
+        json.dump(doc, f)
+    return os.path.join(folder, "b.json")
+
+
+def save(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f)
+
+
+def text(path):
+    with open(path) as f:
+        return f.read()
+
+
+class CorpusMerge(unittest.TestCase):
+    # tools/corpus_merge.py: survey bundles into a corpus, no bracket wider.
+    def test_each_end_comes_from_the_tighter_bundle(self):
+        with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
+            o, n = bundle(old, 3, 6, tag="old"), bundle(new, 4, 7, tag="new")
+            self.assertEqual(cmerge.merge(o, n), ((3, 6), (4, 6), "tightened"))
+            doc = cmerge._load(o)
+            self.assertEqual(doc["claim"], {"lower": 4, "upper": 6})
+            self.assertEqual([(c["bound"], c["rank"]) for c in doc["certificates"]], [("lower", 4), ("upper", 6)])
+            with open(os.path.join(old, "b.neumann4.r.npy"), "rb") as f:
+                self.assertEqual(f.read(), b"new")  # the new lower certificate's sidecar came along
+            cmerge.prune(old)
+            self.assertFalse(os.path.exists(os.path.join(old, "b.neumann3.r.npy")))
+            self.assertTrue(os.path.exists(os.path.join(old, "b.factor6.u.npy")))
+            self.assertTrue(os.path.exists(os.path.join(old, "h.q.npy")))
+
+    def test_a_looser_bundle_changes_nothing(self):
+        with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
+            o, n = bundle(old, 3, 6), bundle(new, 2, 7)
+            before = text(o)
+            self.assertEqual(cmerge.merge(o, n), ((3, 6), (3, 6), "unchanged"))
+            self.assertEqual(text(o), before)
+
+    def test_another_instance_is_replaced_and_a_missing_one_placed(self):
+        with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
+            o, n = bundle(old, 5, 5), bundle(new, 2, 7, q=b"other q")
+            self.assertEqual(cmerge.merge(o, n), ((5, 5), (2, 7), "replaced"))
+            self.assertEqual(cmerge._load(o)["claim"], {"lower": 2, "upper": 7})
+            with open(os.path.join(old, "h.q.npy"), "rb") as f:
+                self.assertEqual(f.read(), b"other q")
+            self.assertEqual(cmerge.merge(os.path.join(old, "c.json"), n), (None, (2, 7), "placed"))
+
+    def test_the_same_instance_under_another_sidecar_name_merges(self):
+        with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
+            o, n = bundle(old, 3, 6), bundle(new, 4, 6)
+            doc = cmerge._load(n)
+            os.rename(os.path.join(new, "h.q.npy"), os.path.join(new, "other.q.npy"))
+            doc["instance"]["q"] = {"npy": "other.q.npy", "sha256": "recorded"}
+            save(n, doc)
+            self.assertEqual(cmerge.merge(o, n)[2], "tightened")
+
+    def test_a_kept_sidecar_is_never_overwritten(self):
+        with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
+            o, n = bundle(old, 3, 6, tag="old"), bundle(new, 4, 7, tag="new")
+            doc = cmerge._load(n)
+            doc["certificates"][0]["r"]["npy"] = "b.factor6.u.npy"  # names the kept upper's file
+            put(new, "b.factor6.u.npy", b"clash")
+            save(n, doc)
+            with self.assertRaises(RuntimeError):
+                cmerge.merge(o, n)
+            with open(os.path.join(old, "b.factor6.u.npy"), "rb") as f:
+                self.assertEqual(f.read(), b"old")
+
+
+if __name__ == "__main__":
+    unittest.main()
