@@ -5,6 +5,7 @@
 #include "rankcert/producer/bracket.hpp"
 #include "rankcert/producer/construct.hpp"
 #include "rankcert/producer/hf.hpp"
+#include "rankcert/producer/linalg.hpp"
 #include "rankcert/producer/llama2.hpp"
 #include "rankcert/producer/profile.hpp"
 #include "rankcert/producer/tensor.hpp"

@@ -38,8 +38,8 @@ int profile_main(int argc, char** argv) {
         const Mat C = interaction(I);
         const Mat Aflt = approximate_attention(I);
         const long vd = exact_visible_dimension(I);
-        Eigen::BDCSVD<Mat> svd(C);
-        const long float_rank = static_cast<long>((svd.singularValues().array() > 1e-9 * std::max(1.0, svd.singularValues()(0))).count());
+        const Vec sv = thin_svd(C, false, false).s;
+        const long float_rank = sv.size() ? static_cast<long>((sv.array() > 1e-9 * std::max(1.0, sv(0))).count()) : 0;
         const long visible = vd >= 0 ? vd : float_rank;
         std::vector<std::size_t> ranks;
         if (!rs.empty()) {

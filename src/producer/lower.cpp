@@ -10,7 +10,7 @@
 // aggregates mass into cells) and chooses mu, F with a safety margin.
 #include "rankcert/producer/producer.hpp"
 
-#include <Eigen/Eigenvalues>
+#include "rankcert/producer/linalg.hpp"
 #include <glpk.h>
 
 #include <algorithm>
@@ -394,9 +394,9 @@ std::optional<TailCandidate> tail_search(const Mat& A, double eps, const LowerOp
     std::optional<TailCandidate> best;
     auto try_with = [&](const Mat& M, const std::vector<NeumannCandidate::Entry>& r, std::size_t p, const std::string& method) {
         Mat G = M * M.transpose();
-        Eigen::SelfAdjointEigenSolver<Mat> es(G);
-        Vec lam = es.eigenvalues().reverse();
-        Mat V = es.eigenvectors().rowwise().reverse();
+        const SymEig es = sym_eig(G);
+        Vec lam = es.values.reverse();
+        Mat V = es.vectors.rowwise().reverse();
         const double scale = std::max(lam(0), 1e-300);
         const double margin = 1e-8 * scale;
         const double need = static_cast<double>(m) * eps * eps * (1 + 1e-9) + 1e-12;  // rho = 1

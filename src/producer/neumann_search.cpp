@@ -26,6 +26,7 @@
 // is that of an actual iterate R (recomputed), so it can only overstate the
 // LP optimum; the set returned is the largest whose float value is below
 // 1 - margin, and the checker decides it as always.
+#include "rankcert/producer/linalg.hpp"
 #include "rankcert/producer/producer.hpp"
 
 #include <Eigen/Dense>
@@ -36,12 +37,6 @@
 namespace rankcert::producer {
 
 namespace {
-
-Mat rows_of(const Mat& A, const std::vector<std::size_t>& I) {
-    Mat AI(static_cast<Eigen::Index>(I.size()), A.cols());
-    for (std::size_t t = 0; t < I.size(); ++t) AI.row(static_cast<Eigen::Index>(t)) = A.row(static_cast<Eigen::Index>(I[t]));
-    return AI;
-}
 
 // R (N x m) and the dual Y (m x m) extended by row c: the bordered right
 // inverse, and Y with a zero row and column.  False when a_c is

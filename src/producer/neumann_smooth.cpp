@@ -17,6 +17,7 @@
 // Between passes, where rows x keys is small, R is replaced by the exact LP
 // optimum over all keys (lower.cpp, interior point), which gives back the
 // slack the smooth search's early stops used up, and the pass is repeated.
+#include "rankcert/producer/linalg.hpp"
 #include "rankcert/producer/producer.hpp"
 
 #include <Eigen/Dense>
@@ -168,12 +169,6 @@ double optimise(const Mat& AI, double eps, Mat& R, int iterations, double enough
     }
     R = bestR;
     return best;
-}
-
-Mat rows_of(const Mat& A, const std::vector<std::size_t>& I) {
-    Mat AI(static_cast<Eigen::Index>(I.size()), A.cols());
-    for (std::size_t t = 0; t < I.size(); ++t) AI.row(static_cast<Eigen::Index>(t)) = A.row(static_cast<Eigen::Index>(I[t]));
-    return AI;
 }
 
 NeumannCandidate candidate(const Mat& A, double eps, const std::vector<std::size_t>& I, const Mat& R) {

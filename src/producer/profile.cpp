@@ -8,10 +8,9 @@
 // is the matrix geometric mean M = A^{-1} # B (A = X^T D_a X, B = Y^T D_b Y).
 // The final weights serve as the dual lambda, mu; Z = U V^T from the SVD of
 // D_lambda^{1/2} T D_mu^{1/2}.  The checker decides every stated enclosure.
+#include "rankcert/producer/linalg.hpp"
 #include "rankcert/producer/profile.hpp"
 
-#include <Eigen/Eigenvalues>
-#include <Eigen/SVD>
 
 #include <cmath>
 
@@ -20,9 +19,9 @@ namespace rankcert::producer {
 namespace {
 
 Mat sym_pow(const Mat& S, double p) {
-    Eigen::SelfAdjointEigenSolver<Mat> es(S);
-    Vec ev = es.eigenvalues().cwiseMax(1e-300);
-    return es.eigenvectors() * ev.array().pow(p).matrix().asDiagonal() * es.eigenvectors().transpose();
+    const SymEig es = sym_eig(S);
+    Vec ev = es.values.cwiseMax(1e-300);
+    return es.vectors * ev.array().pow(p).matrix().asDiagonal() * es.vectors.transpose();
 }
 
 Vec softmax_weights(const Vec& v, double sharp) {
@@ -70,10 +69,10 @@ ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::strin
     ProfileCandidate pc;
     pc.r = r;
     const auto rr = static_cast<Eigen::Index>(r);
-    Eigen::BDCSVD<Mat> svd(C, Eigen::ComputeThinU | Eigen::ComputeThinV);
-    Vec sv = svd.singularValues().head(rr).cwiseSqrt();
-    Mat X = svd.matrixU().leftCols(rr) * sv.asDiagonal();
-    Mat Y = svd.matrixV().leftCols(rr) * sv.asDiagonal();
+    const ThinSvd svd = thin_svd(C);
+    Vec sv = svd.s.head(rr).cwiseSqrt();
+    Mat X = svd.U.leftCols(rr) * sv.asDiagonal();
+    Mat Y = svd.V.leftCols(rr) * sv.asDiagonal();
     Mat T = X * Y.transpose();
     const Mat R = C - T;
     pc.q = 0;
@@ -129,13 +128,13 @@ ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::strin
     double last = 0;
     for (int it = 0; it < 300; ++it) {
         Mat D = a.cwiseSqrt().asDiagonal() * T * b.cwiseSqrt().asDiagonal();
-        Eigen::BDCSVD<Mat> dsvd(D, Eigen::ComputeThinU | Eigen::ComputeThinV);
-        const Vec s = dsvd.singularValues().head(rr);
+        const ThinSvd dsvd = thin_svd(D);
+        const Vec s = dsvd.s.head(rr);
         const double tr = s.sum();
         if (!(tr > 0)) break;
         if (it > 20 && tr - last < 1e-9 * tr) break;  // converged
         last = tr;
-        const Mat U = dsvd.matrixU().leftCols(rr), V = dsvd.matrixV().leftCols(rr);
+        const Mat U = dsvd.U.leftCols(rr), V = dsvd.V.leftCols(rr);
         a = (U.array().square().matrix() * s) / tr;
         b = (V.array().square().matrix() * s) / tr;
     }
@@ -157,9 +156,9 @@ ProfileCandidate profile_candidate(const Mat& C, std::size_t r, const std::strin
     const Mat G = bestG;
     pc.kappa_up = best;
     Mat D = a.cwiseSqrt().asDiagonal() * T * b.cwiseSqrt().asDiagonal();
-    Eigen::BDCSVD<Mat> dsvd(D, Eigen::ComputeThinU | Eigen::ComputeThinV);
-    Mat Zu = dsvd.matrixU().leftCols(rr), Zv = dsvd.matrixV().leftCols(rr);
-    pc.kappa_low = dsvd.singularValues().head(rr).sum();
+    const ThinSvd dsvd = thin_svd(D);
+    Mat Zu = dsvd.U.leftCols(rr), Zv = dsvd.V.leftCols(rr);
+    pc.kappa_low = dsvd.s.head(rr).sum();
     const double zsq = 1 + 1e-9;
     const double lo_q = pc.q * (1 - 1e-6) - 1e-12, hi_q = pc.q * (1 + 1e-6) + 1e-12;
     const double lo_t = 2 * std::tanh(lo_q / 4) - 1e-12, hi_t = 2 * std::tanh(hi_q / 4) + 1e-12;
@@ -191,11 +190,11 @@ double native_size(const Instance& I, const Mat& C, std::size_t r) {
     // T_r = (sqrt(c) Q'' B)(sqrt(c) K' B)^T, a factorisation of inner
     // dimension r in the given Euclidean coordinates.
     const FloatQK f = float_qk(I, true);
-    Eigen::BDCSVD<Mat> svd(C, Eigen::ComputeThinU);
-    const Mat Ur = svd.matrixU().leftCols(static_cast<Eigen::Index>(r));
+    const ThinSvd svd = thin_svd(C, true, false);
+    const Mat Ur = svd.U.leftCols(static_cast<Eigen::Index>(r));
     const Mat Q2 = Ur * (Ur.transpose() * f.Q);
-    Eigen::BDCSVD<Mat> qs(Q2, Eigen::ComputeThinV);
-    const Mat B = qs.matrixV().leftCols(std::min<Eigen::Index>(static_cast<Eigen::Index>(r), qs.matrixV().cols()));
+    const ThinSvd qs = thin_svd(Q2, false, true);
+    const Mat B = qs.V.leftCols(std::min<Eigen::Index>(static_cast<Eigen::Index>(r), qs.V.cols()));
     return f.coef * std::sqrt((Q2 * B).rowwise().squaredNorm().maxCoeff() * (f.K * B).rowwise().squaredNorm().maxCoeff());
 }
 

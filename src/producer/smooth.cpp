@@ -21,10 +21,10 @@
 // double-precision product; only that decides success.  At 512 x 512,
 // rank 172, one thread: 0.60 x the time per step of the double-precision
 // version with two passes and per-step allocations (docs/benchmarks.md).
+#include "rankcert/producer/linalg.hpp"
 #include "rankcert/producer/producer.hpp"
 
 #include <Eigen/QR>
-#include <Eigen/SVD>
 
 #include <cmath>
 #include <deque>
@@ -125,10 +125,10 @@ void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk
     const Mat Qw = qw.householderQ() * Mat::Identity(W.rows(), r);
     const Mat Ru = qu.matrixQR().topRows(r).triangularView<Eigen::Upper>();
     const Mat Rw = qw.matrixQR().topRows(r).triangularView<Eigen::Upper>();
-    Eigen::JacobiSVD<Mat> svd(Ru * Rw.transpose(), Eigen::ComputeThinU | Eigen::ComputeThinV);
-    const Vec s = svd.singularValues().head(kk).cwiseSqrt();
-    Uk = Qu * svd.matrixU().leftCols(kk) * s.asDiagonal();
-    Wk = Qw * svd.matrixV().leftCols(kk) * s.asDiagonal();
+    const ThinSvd svd = thin_svd(Ru * Rw.transpose());
+    const Vec s = svd.s.head(kk).cwiseSqrt();
+    Uk = Qu * svd.U.leftCols(kk) * s.asDiagonal();
+    Wk = Qw * svd.V.leftCols(kk) * s.asDiagonal();
 }
 
 void start_factor(const Mat& A, const Mat& U, const Mat& W, std::size_t k, int variant, Mat& Uk, Mat& Wk,

@@ -4,8 +4,7 @@
 // rows are fitted by least absolute deviations (IRLS).
 #include "rankcert/producer/producer.hpp"
 
-#include <Eigen/SVD>
-#include <lapacke.h>
+#include "rankcert/producer/linalg.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -97,25 +96,12 @@ Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations) {
 }
 
 UpperSearch::UpperSearch(const Mat& A, const UpperOptions& opt) : A_(A), opt_(opt) {
-    // LAPACK's divide-and-conquer SVD (dgesdd, through OpenBLAS): about 23 s
-    // for 4096 x 4096 on two cores, against minutes for Eigen's BDCSVD.
-    const auto n = A.rows(), N = A.cols(), r = std::min(n, N);
-    sv_ = Vec::Zero(r);
-    Mat U = Mat::Zero(n, r), Vt = Mat::Zero(r, N);
-    if (r > 0) {
-        Mat work = A;
-        const lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'S', static_cast<lapack_int>(n), static_cast<lapack_int>(N),
-                                               work.data(), static_cast<lapack_int>(n), sv_.data(), U.data(),
-                                               static_cast<lapack_int>(n), Vt.data(), static_cast<lapack_int>(r));
-        if (info != 0) {  // did not converge: Eigen's SVD instead
-            Eigen::BDCSVD<Mat> svd(A, Eigen::ComputeThinU | Eigen::ComputeThinV);
-            sv_ = svd.singularValues();
-            U = svd.matrixU();
-            Vt = svd.matrixV().transpose();
-        }
-    }
-    Usv_ = U * sv_.asDiagonal();
-    Vsv_ = Vt.transpose();
+    // LAPACK's divide-and-conquer SVD (dgesdd, through OpenBLAS; linalg.cpp):
+    // about 23 s for 4096 x 4096 on two cores, against minutes for Eigen's BDCSVD.
+    ThinSvd svd = thin_svd(A);
+    sv_ = std::move(svd.s);
+    Usv_ = svd.U * sv_.asDiagonal();
+    Vsv_ = std::move(svd.V);
 }
 
 FactorCandidate UpperSearch::svd_factor(std::size_t k) const {
