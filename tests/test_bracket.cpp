@@ -108,7 +108,7 @@ TEST_CASE("bracket from .npy arrays writes bundles that rankcert verify accepts"
     REQUIRE(exe != nullptr);
     const std::string out = (dir.path / "out").string();
     const std::string cmd = std::string(exe) + " bracket --q " + (dir.path / "q.npy").string() + " --k " +
-                            (dir.path / "k.npy").string() + " --scale rsqrt:4 --mask causal --eps 0.1,0.2 --out " + out +
+                            (dir.path / "k.npy").string() + " --scale rsqrt:4 --mask causal --eps 0.1,0.2 --time-budget 4 --out " + out +
                             " -q > /dev/null";
     REQUIRE(std::system(cmd.c_str()) == 0);
     const std::string ver = std::string(exe) + " verify --quiet " + out + " > /dev/null";
@@ -246,7 +246,9 @@ TEST_CASE("bracket --start-from --focus lower never loses an end of the earlier 
     CHECK(msg.find("same instance") != std::string::npos);
 }
 
-TEST_CASE("bracket --start-from a factor at the truncated SVD's rank still runs the factor search", "[bracket]") {
+// [.slow]: runs of 20 to 30 s by design (budgets spent); they run in
+// `./build.sh test full` (meson suite "full"), not in the everyday suite.
+TEST_CASE("bracket --start-from a factor at the truncated SVD's rank still runs the factor search", "[bracket][.slow]") {
     // A start factor wins phase 1 and must become phase 3's warm start.  Run 1
     // (--focus lower) stops at the truncated SVD's rank; from scratch the
     // factor search gets below it, and so must a run that starts from run 1.
@@ -272,7 +274,7 @@ TEST_CASE("bracket --start-from a factor at the truncated SVD's rank still runs 
     CHECK(started < svd);
 }
 
-TEST_CASE("bracket --focus upper spends the budget on the factor search only, keeping the start's L", "[bracket]") {
+TEST_CASE("bracket --focus upper spends the budget on the factor search only, keeping the start's L", "[bracket][.slow]") {
     TempDir dir;
     write_head(dir, 64);
     const std::string head = bracket_head_cmd(dir) + " --eps 0.1 --json --name h --out ";
@@ -684,7 +686,7 @@ TEST_CASE("neumann_smooth_grow with a resume point tries that row first and repo
     CHECK(rows == std::vector<std::size_t>{0, 1});
 }
 
-TEST_CASE("bracket spends time left after the descent on longer factor searches (phase 3c), never widening", "[bracket]") {
+TEST_CASE("bracket spends time left after the descent on longer factor searches (phase 3c), never widening", "[bracket][.slow]") {
     // A 160-token head: the descent of phase 3 ends within seconds, and the
     // rest of the budget goes to rounds with 9x, 27x, ... the L-BFGS steps
     // (alone: phase 3c from 10.5 s of 12; 30 s leaves room for a loaded machine:
