@@ -78,8 +78,10 @@ json extract_instance(const std::map<std::string, std::string>& f, const fs::pat
             {"mask", "causal"}};
 }
 
-// The instance a claim names, with its sidecars in dir.
-json claim_instance(const std::map<std::string, std::string>& f, const fs::path& base, const fs::path& dir, const std::string& id) {
+// The instance a claim names, with its sidecars in dir.  An instance file's
+// own provenance (model, tokens, checkpoint hash, ...) goes to *source_prov.
+json claim_instance(const std::map<std::string, std::string>& f, const fs::path& base, const fs::path& dir, const std::string& id,
+                    json* source_prov) {
     auto has = [&](const std::string& k) { return f.count(k) && !f.at(k).empty(); };
     const int sources = has("instance") + has("q") + has("logits") + has("matrix") + has("checkpoint");
     if (sources != 1) throw InputError("give exactly one of instance, q (with k, scale), logits, matrix, checkpoint");
@@ -91,6 +93,8 @@ json claim_instance(const std::map<std::string, std::string>& f, const fs::path&
         json doc = read_document(p, p.string());
         json inst = doc.contains("instance") ? doc["instance"] : doc;
         if (!inst.is_object()) throw InputError(p.string() + ": no instance object");
+        if (source_prov && doc.contains("instance") && doc.contains("provenance") && doc["provenance"].is_object())
+            *source_prov = doc["provenance"];
         copy_instance_sidecars(inst, p.parent_path(), dir, p.string());
         if (has("temperature")) {
             if (inst.value("kind", "") != "qk") throw InputError("temperature: applies to qk instances; " + p.string() + " is not one");
@@ -143,10 +147,11 @@ json run_claim(const ClaimRow& row, const AuditOptions& opt) {
         fs::remove_all(dir, ec);
         fs::create_directories(dir);
         const fs::path base = fs::path(opt.claims_path).parent_path();
-        const json inst = claim_instance(row.f, base, dir, row.id);
-        json prov = {{"audit_claim", row.id}, {"claims_file", fs::path(opt.claims_path).filename().string()}, {"line", row.row}};
+        json prov = json::object();
+        const json inst = claim_instance(row.f, base, dir, row.id, &prov);
+        prov.update({{"audit_claim", row.id}, {"claims_file", fs::path(opt.claims_path).filename().string()}, {"line", row.row}});
         for (const char* k : {"model", "layer", "head", "text", "note"})
-            if (row.f.count(k)) prov[k] = row.f.at(k);
+            if (row.f.count(k) && !prov.contains(k)) prov[k] = row.f.at(k);  // the instance file's own values win
         CheckOptions check;
         check.threads = opt.threads;
         std::vector<json> hints;
@@ -180,7 +185,12 @@ json run_claim(const ClaimRow& row, const AuditOptions& opt) {
             BracketOptions bo;
             bo.eps = eps_list;
             bo.out_dir = dir.string();
+            // The bracket appends -eps<eps> to its files; an id that already
+            // ends so (rankcert survey's) is not given it twice.
             bo.stem = row.id;
+            const std::string suffix = "-eps" + eps.file_text();
+            if (bo.stem.size() > suffix.size() && bo.stem.compare(bo.stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+                bo.stem.resize(bo.stem.size() - suffix.size());
             bo.provenance = prov;
             bo.check = check;
             bo.hints = hints;

@@ -292,6 +292,12 @@ class SurveyTests(unittest.TestCase):
             for c in doc["claims"]:
                 bundle = json.loads(read(os.path.join(out, c["bundle"])))
                 self.assertEqual(bundle["instance"]["temperature"], c["id"].split("-t")[1].split("-eps")[0])
+                # The instance file's provenance travels with the bundle (the extract's own values).
+                self.assertEqual((bundle["provenance"]["layer"], bundle["provenance"]["head"]), (0, 1))
+                self.assertEqual(bundle["provenance"]["tokens"], 5)
+                self.assertEqual(bundle["provenance"]["audit_claim"], c["id"])
+                # Its files carry the id once ("-eps0.1", not "-eps0.1-eps0.1").
+                self.assertTrue(c["bundle"].endswith(c["id"] + ".json"), c["bundle"])
             merge = [sys.executable, os.path.join(ROOT, "tools", "corpus_merge.py"), out]
             p = subprocess.run(merge, capture_output=True, text=True)
             self.assertEqual(p.returncode, 0, p.stderr)
