@@ -23,7 +23,9 @@
 #   KEEP    a folder of earlier bundles of these heads (e.g. a copy of
 #           certificates/real/full512, or an earlier $OUT/bundles): they are
 #           merged with the new ones, each end from whichever is tighter, so
-#           those brackets never get wider.  KEEP must differ from DEST.
+#           those brackets never get wider; with KEEP/summary.csv the
+#           summary's other rows are combined with it too (real512_summary.py
+#           --combine).  KEEP must differ from DEST.
 #   HEADS   which heads to run, a glob over L<layer>-H<head> (default all 40;
 #           HEADS='L*-H[1-7]' runs the 35 heads whose bundles are not committed)
 set -euo pipefail
@@ -64,4 +66,10 @@ for b in sorted(glob.glob(os.path.join(src, "full512-L?-H0-eps*.json"))):
     for f in [os.path.basename(b)] + sidecars(json.load(open(b))):
         shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
 PY
-/usr/bin/python3 tools/real512_summary.py "$out" "$dest"
+# With KEEP's summary.csv, the rows of heads whose bundles are not committed
+# keep each end from the better of this pass and the earlier rows.
+if [ -n "$keep" ] && [ -f "$keep/summary.csv" ]; then
+  /usr/bin/python3 tools/real512_summary.py "$out" "$dest" --earlier "$keep/summary.csv" --combine
+else
+  /usr/bin/python3 tools/real512_summary.py "$out" "$dest"
+fi
