@@ -54,10 +54,19 @@ def _same_file(a, b):
         return f.read() == g.read()
 
 
+def _plain_name(name, what):
+    """A file name inside its folder (no separators, no . or ..), else an error:
+    nothing read from a bundle or a survey may point outside the folders."""
+    if not isinstance(name, str) or not name or name in (".", "..") or os.path.basename(name) != name or "\\" in name:
+        raise ValueError(f"corpus_merge: {what}: {name!r} is not a plain file name")
+    return name
+
+
 def _copy(names, src_dir, dst_dir, kept=()):
     """Copy sidecars; one that a kept certificate names is never overwritten
     with other content (that would change a certificate we keep)."""
     for f in names:
+        _plain_name(f, "sidecar")
         src, dst = os.path.join(src_dir, f), os.path.join(dst_dir, f)
         if os.path.abspath(src) == os.path.abspath(dst):
             continue
@@ -167,7 +176,7 @@ def place(survey, dest=None, tsv=None):
             target_dir = dest or os.path.dirname(row["instance"])
             os.makedirs(target_dir, exist_ok=True)
             folders.add(target_dir)
-            target = os.path.join(target_dir, row["id"] + ".json")
+            target = os.path.join(target_dir, _plain_name(row["id"], "survey id") + ".json")
             before, after, how = merge(target, os.path.join(survey, res["bundle"]))
             counts[how] += 1
             rows.append((row["id"] + ".json", before, after))
@@ -190,7 +199,10 @@ def main():
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.survey, "survey.jsonl")):
         sys.exit(f"corpus_merge: {a.survey}: not a survey folder (no survey.jsonl)")
-    c = place(a.survey, a.dest, a.tsv)
+    try:
+        c = place(a.survey, a.dest, a.tsv)
+    except (ValueError, KeyError, OSError) as e:
+        sys.exit(f"corpus_merge: {a.survey}: {e}")
     print(", ".join(f"{v} {k}" for k, v in c.items()))
     return 1 if c["not bracketed"] else 0
 

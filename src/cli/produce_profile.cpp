@@ -36,6 +36,9 @@ int profile_main(int argc, char** argv) {
             throw InputError(instance + ": instance: a profile needs an unmasked instance (masked rows have no interaction C)");
         const auto eps = parse_eps_list(eps_text);
         const Mat C = interaction(I);
+        if (!C.allFinite())
+            throw InputError(instance + ": instance: the interaction C is not finite in double precision (a zero attention "
+                                        "weight, or logits beyond the double range)");
         const Mat Aflt = approximate_attention(I);
         const long vd = exact_visible_dimension(I);
         const Vec sv = thin_svd(C, false, false).s;

@@ -57,6 +57,19 @@ Mat approximate_attention(const Instance& I) {
                 if (!I.allowed(i, j)) S(i, j) = -INFINITY;
             }
     }
+    // Logits beyond the double range (exact inputs like 1e400, or q.k
+    // overflowing): clamped to +-1e300, where the float softmax is already
+    // one-hot, so the search gets the right matrix to float precision; a NaN
+    // (inf - inf in the product) has no float stand-in and is refused.
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = 0; j < N; ++j) {
+            double& s = S(i, j);
+            if (std::isnan(s))
+                throw InputError("instance: the logit of row " + std::to_string(i) + ", key " + std::to_string(j) +
+                                 " is beyond the double range (its float product is undefined); rescale q and k");
+            if (std::isinf(s) && s > 0) s = 1e300;
+            else if (std::isinf(s) && (I.kind != InstanceKind::logits || !I.logits.is_neg_inf(i, j)) && I.allowed(i, j)) s = -1e300;
+        }
     for (Eigen::Index i = 0; i < n; ++i) {
         const double mx = S.row(i).maxCoeff();
         double sum = 0;

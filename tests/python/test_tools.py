@@ -224,6 +224,17 @@ class CorpusMerge(unittest.TestCase):
             save(n, doc)
             self.assertEqual(cmerge.merge(o, n)[2], "tightened")
 
+    def test_names_leaving_the_folder_are_refused(self):
+        with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
+            n = bundle(new, 4, 7)
+            for bad in ("../x.npy", "/tmp/x.npy", "..", "a/b.npy"):
+                doc = cmerge._load(n)
+                doc["certificates"][0]["r"]["npy"] = bad
+                save(n, doc)
+                with self.assertRaises(ValueError):
+                    cmerge.merge(os.path.join(old, "b.json"), n)
+            self.assertFalse(os.path.exists(os.path.join(os.path.dirname(old), "x.npy")))
+
     def test_a_kept_sidecar_is_never_overwritten(self):
         with tempfile.TemporaryDirectory() as old, tempfile.TemporaryDirectory() as new:
             o, n = bundle(old, 3, 6, tag="old"), bundle(new, 4, 7, tag="new")

@@ -186,6 +186,30 @@ class OrdinaryInput(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             self.assertEqual(json.load(open(os.path.join(d, "o", "audit.json")))["counts"]["confirmed"], 2)
 
+    def test_logits_beyond_the_double_range(self):
+        # Exact logits like 1e400 (or q.k overflowing a double) are valid
+        # instances: the float search clamps them and the checker decides;
+        # inf - inf in the float product, and a profile whose interaction is
+        # not finite, are one-line input errors, never exit 4.
+        with tempfile.TemporaryDirectory() as d:
+            big = {"instance": {"kind": "logits", "logits": {"shape": [2, 2], "data": ["1e400", "0", "1", "-1e400"]}}}
+            qk = {"instance": {"kind": "qk", "q": {"shape": [2, 1], "data": ["1e200", "1"]},
+                               "k": {"shape": [2, 1], "data": ["1e200", "1"]}, "scale": "1"}}
+            nan = {"instance": {"kind": "qk", "q": {"shape": [1, 2], "data": ["1e200", "1e200"]},
+                                "k": {"shape": [1, 2], "data": ["1e200", "-1e200"]}, "scale": "1"}}
+            zero = {"instance": {"kind": "matrix", "a": {"shape": [2, 2], "data": ["1", "0", "1/2", "1/2"]}}}
+            for name, doc in (("big", big), ("qk", qk), ("nan", nan), ("zero", zero)):
+                write(os.path.join(d, name + ".json"), json.dumps(doc))
+            for name in ("big", "qk"):
+                p = run("bracket", "-q", "--instance", os.path.join(d, name + ".json"), "--eps", "0.1",
+                        "--out", os.path.join(d, "o" + name))
+                self.assertEqual(p.returncode, 0, p.stderr)
+            one_line_error(self, run("bracket", "-q", "--instance", os.path.join(d, "nan.json"), "--eps", "0.1",
+                                     "--out", os.path.join(d, "on")), "double range")
+            for name in ("qk", "zero"):
+                one_line_error(self, run("profile", "--instance", os.path.join(d, name + ".json"),
+                                         "--out", os.path.join(d, "p" + name)), name + ".json", "not finite")
+
 
 class ClaimsFiles(unittest.TestCase):
     """Findings 5, 10, 11, 12, 14, 15, 20."""
