@@ -19,6 +19,7 @@ PACKAGES=(
   libflint-dev libflint-arb-dev          # FLINT rationals, Arb ball arithmetic (trusted checker)
   nlohmann-json3-dev libssl-dev          # JSON reader, SHA-256 (libcrypto)
   libcli11-dev catch2                    # command line, tests
+  libboost-dev                           # Boost.Multiprecision: the second checker's rationals (src/recheck/)
   libeigen3-dev libglpk-dev zlib1g-dev   # producer only: float linear algebra, LPs, .npz
   libopenblas-dev liblapacke-dev         # producer only: fast matrix products, LAPACK SVD
   python3-mpmath                         # tests only: the independent re-checker (tools/recheck/)

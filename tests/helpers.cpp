@@ -1,6 +1,13 @@
 #include "helpers.hpp"
 
+#include "rankcert/result.hpp"
+
+#include <catch2/catch.hpp>
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <stdexcept>
 
@@ -171,11 +178,57 @@ Bundle load(const TempDir& dir, const json& doc, const std::string& name) {
     return load_bundle(p, name);
 }
 
+RecheckTally& recheck_tally() {
+    // Printed when the test program ends: how many bundles the second
+    // checker saw (so that a run where it never ran is visible).
+    struct Printed : RecheckTally {
+        ~Printed() {
+            if (runs) std::fprintf(stderr, "rankcert-recheck: %zu bundles re-checked, %zu undecided, %zu not agreeing\n", runs, undecided, failures.size());
+        }
+    };
+    static Printed t;
+    return t;
+}
+
+int second_opinion(const TempDir& dir, const Bundle& b, const Report& r) {
+    const char* exe = std::getenv("RANKCERT_RECHECK_EXE");
+    if (!exe || !*exe || !fs::exists(exe)) return -1;
+    const fs::path w = dir.file("b.json.witness.json", witness_json(b, r, "test").dump());
+    const std::string cmd = std::string("'") + exe + "' '" + (dir.path / "b.json").string() + "' '" + w.string() + "' > '" +
+                            (dir.path / "recheck.log").string() + "' 2>&1";
+    const int st = std::system(cmd.c_str());
+    const int code = WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+    auto& t = recheck_tally();
+    ++t.runs;
+    if (code == 2) {
+        ++t.undecided;
+        if (std::getenv("RANKCERT_RECHECK_SHOW")) {
+            std::ifstream in(dir.path / "recheck.log");
+            std::error_code ec;
+            fs::copy_file(dir.path / "b.json", fs::path(std::getenv("RANKCERT_RECHECK_SHOW")) / ("undecided-" + std::to_string(t.undecided) + ".json"),
+                          fs::copy_options::overwrite_existing, ec);
+            std::fprintf(stderr, "rankcert-recheck undecided: %s\n", std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()).c_str());
+        }
+    }
+    if (code != 0 && code != 2) {
+        std::ifstream in(dir.path / "recheck.log");
+        std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        t.failures.push_back(b.display + " (exit " + std::to_string(code) + "): " + log);
+    }
+    return code;
+}
+
 Report run(const TempDir& dir, const json& doc, slong max_prec) {
     Bundle b = load(dir, doc);
     CheckOptions opt;
     opt.max_prec = max_prec;
-    return verify(b, opt);
+    Report r = verify(b, opt);
+    // The second checker's opinion on the same bundle (tests/meson.build sets
+    // RANKCERT_RECHECK_EXE): it must agree, or at most be undecided.
+    const int code = second_opinion(dir, b, r);
+    INFO("rankcert-recheck: " << (recheck_tally().failures.empty() ? std::string() : recheck_tally().failures.back()));
+    CHECK((code == -1 || code == 0 || code == 2));
+    return r;
 }
 
 std::pair<Rat, Rat> tanh_half() {

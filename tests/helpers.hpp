@@ -66,6 +66,16 @@ json matrix_instance(const json& a);
 // A sparse N x K array in COO form from K dense columns (zeros left out).
 json coo_columns(std::size_t N, const std::vector<std::vector<json>>& cols);
 
+// The second checker (rankcert-recheck) run on a bundle just verified:
+// its exit code (0 agree, 1 disagree, 2 undecided, 3 input error), or -1
+// when RANKCERT_RECHECK_EXE is not set.  run() calls it on every bundle.
+struct RecheckTally {
+    std::size_t runs = 0, undecided = 0;
+    std::vector<std::string> failures;
+};
+RecheckTally& recheck_tally();
+int second_opinion(const TempDir& dir, const Bundle& b, const Report& r);
+
 // Write a bundle into dir and load it like the command line does.
 Bundle load(const TempDir& dir, const json& doc, const std::string& name = "b.json");
 Report run(const TempDir& dir, const json& doc, slong max_prec = 2048);
