@@ -1,10 +1,16 @@
 #!/bin/sh
-# The independent re-checker (tools/recheck/recheck.py: Python fractions and
-# mpmath intervals, no code shared with src/) agrees with rankcert on a sample
-# of the committed bundles, and flags tampered witnesses and bundles.
-# usage: recheck.sh SOURCE_ROOT RANKCERT_EXE
+# An independent re-checker agrees with rankcert on the committed bundles,
+# and flags tampered witnesses and bundles; boundary mutants are decided
+# right or left undecided.  Two re-checkers run this script:
+#   recheck.sh SOURCE_ROOT RANKCERT_EXE
+#       tools/recheck/recheck.py (Python fractions and mpmath intervals), on a
+#       sample of the committed bundles (it is slow);
+#   recheck.sh SOURCE_ROOT RANKCERT_EXE RANKCERT_RECHECK_EXE
+#       rankcert-recheck (C++, Boost.Multiprecision and MPFR, src/recheck/),
+#       on every committed bundle, every row.
+# Neither shares code with src/checker/.
 set -eu
-root=$1 exe=$2
+root=$1 exe=$2 second=${3:-}
 if ! /usr/bin/python3 -c "import mpmath" 2>/dev/null; then
   echo "recheck: SKIPPED: Debian's python3-mpmath is not installed (./build.sh test installs it)"
   exit 77
@@ -13,7 +19,24 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc=/usr/bin/python3
 rk="$root/tools/recheck/recheck.py"
+# RK BUNDLE WITNESS: the re-checker under test.
+if [ -n "$second" ]; then
+  RK() { "$second" "$@"; }
+  who=rankcert-recheck
+else
+  RK() { $rc "$rk" "$@"; }
+  who=recheck.py
+fi
 cd "$root"
+if [ -n "$second" ]; then
+  # Every committed bundle, every row, in one run of each checker.
+  "$exe" verify --quiet --witness "$tmp/wall" certificates > /dev/null
+  if ! "$second" --witness-dir "$tmp/wall" certificates > "$tmp/out" 2>&1; then
+    echo "$who: no agreement on the committed bundles:"; grep -v '^  ' "$tmp/out" | head -20; exit 1
+  fi
+  echo "$who: $(tail -1 "$tmp/out")"
+  rm -rf "$tmp/wall"
+else
 # A sample: the hand-made bundles, every 60th real bundle, two constructions.
 sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json certificates/block-neumann/*.json certificates/borsuk/*.json;
            find certificates/real -name '*-eps*.json' | sort | awk 'NR % 60 == 1';
@@ -25,12 +48,13 @@ sample=$( (ls certificates/identity/*.json certificates/softmax-small/*.json cer
 n=0
 for b in $sample; do
   "$exe" verify --quiet --witness "$tmp/w.json" "$b" > /dev/null
-  if ! $rc "$rk" "$b" "$tmp/w.json" > "$tmp/out" 2>&1; then
-    echo "recheck: no agreement on $b:"; cat "$tmp/out"; exit 1
+  if ! RK "$b" "$tmp/w.json" > "$tmp/out" 2>&1; then
+    echo "$who: no agreement on $b:"; cat "$tmp/out"; exit 1
   fi
   n=$((n + 1))
 done
-echo "recheck: agree on $n committed bundles"
+echo "$who: agree on $n committed bundles"
+fi
 
 # Tampering.  A bundle with a wrong factor entry: rankcert refutes, and the
 # re-checker agrees that it is refuted.
@@ -48,9 +72,9 @@ c["rank"] = 1
 d["claim"] = {}
 json.dump(d, open(p, "w"))
 PY
-"$exe" verify --quiet --witness "$tmp/wt.json" "$tmp/t/$(basename $b)" > /dev/null && { echo "recheck: tampered bundle not refuted by rankcert"; exit 1; } || true
-$rc "$rk" "$tmp/t/$(basename $b)" "$tmp/wt.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted bundle:"; cat "$tmp/out"; exit 1; }
-grep -q "rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+"$exe" verify --quiet --witness "$tmp/wt.json" "$tmp/t/$(basename $b)" > /dev/null && { echo "$who: tampered bundle not refuted by rankcert"; exit 1; } || true
+RK "$tmp/t/$(basename $b)" "$tmp/wt.json" > "$tmp/out" || { echo "$who: did not agree on the refuted bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "rankcert refuted, re-check refuted" "$tmp/out" || { echo "$who: the refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # A block_neumann bundle whose Lambda no longer mixes rows: refuted by both.
 $rc - certificates/block-neumann/plane-mixing-eps0.8.json "$tmp/t/bn.json" <<'PY'
@@ -60,9 +84,9 @@ d["certificates"][0]["lambda"]["data"] = ["1", "0", "0", "0", "1", "0"]
 d["claim"] = {}
 json.dump(d, open(sys.argv[2], "w"))
 PY
-"$exe" verify --quiet --witness "$tmp/wbn.json" "$tmp/t/bn.json" > /dev/null && { echo "recheck: tampered block_neumann bundle not refuted by rankcert"; exit 1; } || true
-$rc "$rk" "$tmp/t/bn.json" "$tmp/wbn.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted block_neumann bundle:"; cat "$tmp/out"; exit 1; }
-grep -q "block_neumann: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the block_neumann refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+"$exe" verify --quiet --witness "$tmp/wbn.json" "$tmp/t/bn.json" > /dev/null && { echo "$who: tampered block_neumann bundle not refuted by rankcert"; exit 1; } || true
+RK "$tmp/t/bn.json" "$tmp/wbn.json" > "$tmp/out" || { echo "$who: did not agree on the refuted block_neumann bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "block_neumann: rankcert refuted, re-check refuted" "$tmp/out" || { echo "$who: the block_neumann refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # A borsuk bundle at eps 0.78, above what its icosahedron proves: refuted by both.
 $rc - certificates/borsuk/grid3-eps0.775.json "$tmp/t/borsuk.json" <<'PY'
@@ -73,9 +97,9 @@ d["certificates"] = d["certificates"][:1]
 d["claim"] = {}
 json.dump(d, open(sys.argv[2], "w"))
 PY
-"$exe" verify --quiet --witness "$tmp/wb.json" "$tmp/t/borsuk.json" > /dev/null && { echo "recheck: borsuk bundle at 0.78 not refuted by rankcert"; exit 1; } || true
-$rc "$rk" "$tmp/t/borsuk.json" "$tmp/wb.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted borsuk bundle:"; cat "$tmp/out"; exit 1; }
-grep -q "borsuk: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the borsuk refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+"$exe" verify --quiet --witness "$tmp/wb.json" "$tmp/t/borsuk.json" > /dev/null && { echo "$who: borsuk bundle at 0.78 not refuted by rankcert"; exit 1; } || true
+RK "$tmp/t/borsuk.json" "$tmp/wb.json" > "$tmp/out" || { echo "$who: did not agree on the refuted borsuk bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "borsuk: rankcert refuted, re-check refuted" "$tmp/out" || { echo "$who: the borsuk refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # A zonal bundle with its constant Chebyshev coefficient raised: refuted by both.
 $rc - certificates/zonal-small/sphere-d3-beta8-eps0.1.json "$tmp/t/zonal.json" <<'PY'
@@ -88,9 +112,9 @@ d["certificates"] = [z]
 d["claim"] = {}
 json.dump(d, open(sys.argv[2], "w"))
 PY
-"$exe" verify --quiet --witness "$tmp/wz.json" "$tmp/t/zonal.json" > /dev/null && { echo "recheck: tampered zonal bundle not refuted by rankcert"; exit 1; } || true
-$rc "$rk" "$tmp/t/zonal.json" "$tmp/wz.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted zonal bundle:"; cat "$tmp/out"; exit 1; }
-grep -q "zonal: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the zonal refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+"$exe" verify --quiet --witness "$tmp/wz.json" "$tmp/t/zonal.json" > /dev/null && { echo "$who: tampered zonal bundle not refuted by rankcert"; exit 1; } || true
+RK "$tmp/t/zonal.json" "$tmp/wz.json" > "$tmp/out" || { echo "$who: did not agree on the refuted zonal bundle:"; cat "$tmp/out"; exit 1; }
+grep -q "zonal: rankcert refuted, re-check refuted" "$tmp/out" || { echo "$who: the zonal refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 
 # Kronecker bundles: a cell moved from one axis's R to another column (the
 # own mass of a cell drops), and an axis factor's u scaled: refuted by both.
@@ -112,11 +136,11 @@ d["claim"] = {}
 json.dump(d, open(sys.argv[2], "w"))
 PY
   cp certificates/kron-small/*.npy "$tmp/t/" 2>/dev/null || true
-  "$exe" verify --quiet --witness "$tmp/wk.json" "$tmp/t/kron-$what.json" > /dev/null && { echo "recheck: tampered kron_$what bundle not refuted by rankcert"; exit 1; } || true
-  $rc "$rk" "$tmp/t/kron-$what.json" "$tmp/wk.json" > "$tmp/out" || { echo "recheck: did not agree on the refuted kron_$what bundle:"; cat "$tmp/out"; exit 1; }
-  grep -q "kron_$what: rankcert refuted, re-check refuted" "$tmp/out" || { echo "recheck: the kron_$what refutation was not re-checked"; cat "$tmp/out"; exit 1; }
+  "$exe" verify --quiet --witness "$tmp/wk.json" "$tmp/t/kron-$what.json" > /dev/null && { echo "$who: tampered kron_$what bundle not refuted by rankcert"; exit 1; } || true
+  RK "$tmp/t/kron-$what.json" "$tmp/wk.json" > "$tmp/out" || { echo "$who: did not agree on the refuted kron_$what bundle:"; cat "$tmp/out"; exit 1; }
+  grep -q "kron_$what: rankcert refuted, re-check refuted" "$tmp/out" || { echo "$who: the kron_$what refutation was not re-checked"; cat "$tmp/out"; exit 1; }
 done
-echo "recheck: tampered kron_neumann and kron_factor bundles refuted by both"
+echo "$who: tampered kron_neumann and kron_factor bundles refuted by both"
 
 # Tampered witnesses: a flipped verdict, a moved enclosure, a wrong hash.
 "$exe" verify --quiet --witness "$tmp/w.json" "$b" > /dev/null
@@ -128,10 +152,10 @@ exec(sys.argv[3])
 json.dump(w, open(sys.argv[2], "w"))
 PY
   set +e
-  $rc "$rk" "$b" "$tmp/bad.json" > "$tmp/out" 2>&1
+  RK "$b" "$tmp/bad.json" > "$tmp/out" 2>&1
   got=$?
   set -e
-  if [ "$got" != "$2" ]; then echo "recheck: tampered witness ($1) gave exit $got, expected $2:"; cat "$tmp/out"; exit 1; fi
+  if [ "$got" != "$2" ]; then echo "$who: tampered witness ($1) gave exit $got, expected $2:"; cat "$tmp/out"; exit 1; fi
 }
 tamper 'w["certificates"][1]["verdict"] = "refuted"' 1
 tamper 'w["certificates"][0]["decisive"]["enclosure"] = ["5", "6"]' 1
@@ -162,13 +186,13 @@ d["row"], d["enclosure"] = low, [f"{lo.numerator}/{lo.denominator}", f"{hi.numer
 json.dump(w, open(sys.argv[3], "w"))
 PY
 set +e
-$rc "$rk" "$b" "$tmp/bad.json" > "$tmp/out" 2>&1
+RK "$b" "$tmp/bad.json" > "$tmp/out" 2>&1
 got=$?
 set -e
 if [ "$got" != 1 ] || ! grep -q "lies above the witness's bound" "$tmp/out"; then
-  echo "recheck: a witness with a too-low bound for every row was not flagged (exit $got):"; cat "$tmp/out"; exit 1
+  echo "$who: a witness with a too-low bound for every row was not flagged (exit $got):"; cat "$tmp/out"; exit 1
 fi
-echo "recheck: tampered bundle and witnesses flagged"
+echo "$who: tampered bundle and witnesses flagged"
 
 # Profile and sandwich certificates (the rank-one interaction of
 # tests/test_profile.cpp): verified and refuted ones agree, a witness with a
@@ -206,9 +230,9 @@ for name in profile-ok:verified profile-dim:refuted profile-kappa:refuted sandwi
   set +e
   "$exe" verify --quiet --witness "$tmp/p/$f.w.json" "$tmp/p/$f.json" > /dev/null
   set -e
-  grep -q "\"verdict\": \"$want\"" "$tmp/p/$f.w.json" || { echo "recheck: rankcert did not say $want on $f"; exit 1; }
-  $rc "$rk" "$tmp/p/$f.json" "$tmp/p/$f.w.json" > "$tmp/out" 2>&1 || { echo "recheck: no agreement on $f:"; cat "$tmp/out"; exit 1; }
-  grep -q "rankcert $want, re-check $want" "$tmp/out" || { echo "recheck: $f not re-checked as $want:"; cat "$tmp/out"; exit 1; }
+  grep -q "\"verdict\": \"$want\"" "$tmp/p/$f.w.json" || { echo "$who: rankcert did not say $want on $f"; exit 1; }
+  RK "$tmp/p/$f.json" "$tmp/p/$f.w.json" > "$tmp/out" 2>&1 || { echo "$who: no agreement on $f:"; cat "$tmp/out"; exit 1; }
+  grep -q "rankcert $want, re-check $want" "$tmp/out" || { echo "$who: $f not re-checked as $want:"; cat "$tmp/out"; exit 1; }
 done
 $rc - "$tmp/p/profile-ok.w.json" <<'PY'
 import json, sys
@@ -217,18 +241,18 @@ w["certificates"][0]["decisive"]["kappa_gauge_sq"] = "1/2"
 json.dump(w, open(sys.argv[1], "w"))
 PY
 set +e
-$rc "$rk" "$tmp/p/profile-ok.json" "$tmp/p/profile-ok.w.json" > "$tmp/out" 2>&1
+RK "$tmp/p/profile-ok.json" "$tmp/p/profile-ok.w.json" > "$tmp/out" 2>&1
 got=$?
 set -e
-[ "$got" = 1 ] || { echo "recheck: a profile witness with a wrong kappa bound was not flagged (exit $got)"; cat "$tmp/out"; exit 1; }
-echo "recheck: profile and sandwich certificates re-checked (verified, refuted, tampered witness)"
+[ "$got" = 1 ] || { echo "$who: a profile witness with a wrong kappa bound was not flagged (exit $got)"; cat "$tmp/out"; exit 1; }
+echo "$who: profile and sandwich certificates re-checked (verified, refuted, tampered witness)"
 
 # A small boundary mutation campaign (tools/mutation_campaign.py): eps 1e-8 ..
 # 1e-45 on either side of each certificate's decision boundary; no wrong verdict.
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then
-  RANKCERT="$exe" $rc "$root/tools/mutation_campaign.py" --bases 12 --seed 7 --out "$tmp/mutants" > "$tmp/out" 2>&1 || {
-    echo "recheck: mutation campaign:"; cat "$tmp/out"; exit 1; }
-  grep "boundary mutants" "$tmp/out" | sed 's/^/recheck: /'
+  RANKCERT="$exe" $rc "$root/tools/mutation_campaign.py" --bases 12 --seed 7 --out "$tmp/mutants" ${second:+--recheck "$second"} > "$tmp/out" 2>&1 || {
+    echo "$who: mutation campaign:"; cat "$tmp/out"; exit 1; }
+  grep "boundary mutants" "$tmp/out" | sed "s/^/$who: /"
 else
-  echo "recheck: mutation campaign skipped (python3-numpy is not installed)"
+  echo "$who: mutation campaign skipped (python3-numpy is not installed)"
 fi

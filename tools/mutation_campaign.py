@@ -174,6 +174,8 @@ def main():
     ap.add_argument("--exe", default=os.environ.get("RANKCERT", os.path.join(ROOT, "build", "rankcert")))
     ap.add_argument("--batch", type=int, default=4000, help="bundles per rankcert verify run")
     ap.add_argument("--report", help="write the counts as JSON here")
+    ap.add_argument("--recheck", help="also decide every mutant with this rankcert-recheck (the second checker) "
+                    "from rankcert's witnesses, and count its verdicts against the truth alike")
     a = ap.parse_args()
     iv.dps = mp.dps = DPS
     rng = random.Random(a.seed)
@@ -182,6 +184,7 @@ def main():
     truth, batch, counts = {}, [], {}
     right = wrong = undecided = 0
     wrong_list = []
+    second = {"right": 0, "wrong": 0, "undecided": 0}
 
     def flush():
         nonlocal right, wrong, undecided
@@ -192,8 +195,26 @@ def main():
         for name, doc in batch:
             with open(os.path.join(d, name), "w") as f:
                 json.dump(doc, f)
-        p = subprocess.run([a.exe, "verify", d, "--json", "--quiet"], capture_output=True, text=True)
+        wdir = d + ".witness"
+        p = subprocess.run([a.exe, "verify", d, "--json", "--quiet"] + (["--witness", wdir] if a.recheck else []),
+                           capture_output=True, text=True)
         res = json.loads(p.stdout)
+        if a.recheck:
+            # The second checker's own verdict on each mutant's one certificate.
+            q = subprocess.run([a.recheck, "--witness-dir", wdir, "--json", d], capture_output=True, text=True)
+            for line in q.stdout.splitlines():
+                r = json.loads(line)
+                name = os.path.basename(r["bundle"])
+                want = truth[name][0]
+                certs = r.get("certificates", [])
+                got = certs[0].split("re-check ")[1].split()[0] if certs and "re-check " in certs[0] else "error"
+                if r["verdict"] not in ("agree", "undecided"):
+                    got = "error"
+                key = "right" if got == want else "undecided" if got == "undecided" else "wrong"
+                second[key] += 1
+                if key == "wrong":
+                    wrong_list.append((os.path.join(d, name), want, "rankcert-recheck: " + got + " " + " ".join(certs)))
+            subprocess.run(["rm", "-rf", wdir])
         for b in res["bundles"]:
             name = os.path.basename(b.get("bundle", ""))
             want, kind = truth.pop(name)
@@ -244,6 +265,9 @@ def main():
     flush()
     total = right + wrong + undecided
     print(f"{total} boundary mutants: {right} decided right, {wrong} wrong, {undecided} undecided; {time.time() - t0:.0f} s")
+    if a.recheck:
+        print(f"{sum(second.values())} boundary mutants by rankcert-recheck: {second['right']} decided right, "
+              f"{second['wrong']} wrong, {second['undecided']} undecided")
     for k in sorted(counts):
         print(f"  {k:32s} {counts[k]}")
     for w in wrong_list[:20]:
@@ -252,7 +276,7 @@ def main():
         with open(a.report, "w") as f:
             json.dump({"mutants": total, "right": right, "wrong": wrong, "undecided": undecided, "by_kind": counts,
                        "seed": a.seed, "bases": a.bases, "seconds": time.time() - t0}, f, indent=1)
-    return 1 if wrong else 0
+    return 1 if wrong or second["wrong"] else 0
 
 
 if __name__ == "__main__":

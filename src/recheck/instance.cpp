@@ -219,19 +219,6 @@ template <> std::vector<MI> Instance::row<MI>(std::size_t i) const {
 
 // ---- a priori sums ------------------------------------------------------------------------
 
-double dot_rn(const double* x, const double* y, std::size_t K) {
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    std::size_t t = 0;
-    for (; t + 4 <= K; t += 4) {
-        s0 += x[t] * y[t];
-        s1 += x[t + 1] * y[t + 1];
-        s2 += x[t + 2] * y[t + 2];
-        s3 += x[t + 3] * y[t + 3];
-    }
-    for (; t < K; ++t) s0 += x[t] * y[t];
-    return (s0 + s1) + (s2 + s3);
-}
-
 double norm_up(const double* x, std::size_t K) {
     // sum x_t^2 <= (fl(sum) + K 2^-1074) / (1 - gamma_K) <= (fl + 2^-1000)(1 + 2 K u) for K u <= 1/8.
     const double S = dot_rn(x, x, K);
@@ -266,6 +253,8 @@ Rows::Rows(const Array& a, bool transposed) {
     for (std::size_t i = 0; i < count; ++i) {
         nmid.push_back(norm_up(&mid[i * K], K));
         nrad.push_back(a.points ? 0.0 : norm_up(&rad[i * K], K));
+        sum_nmid = up(sum_nmid + nmid.back());
+        sum_nrad = up(sum_nrad + nrad.back());
     }
 }
 

@@ -21,7 +21,18 @@ namespace recheck {
 
 // Round-to-nearest sum_t x_t y_t (four partial sums, so that it vectorizes;
 // the error bound below holds for any order of summation).
-double dot_rn(const double* x, const double* y, std::size_t K);
+inline double dot_rn(const double* x, const double* y, std::size_t K) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    std::size_t t = 0;
+    for (; t + 4 <= K; t += 4) {
+        s0 += x[t] * y[t];
+        s1 += x[t + 1] * y[t + 1];
+        s2 += x[t + 2] * y[t + 2];
+        s3 += x[t + 3] * y[t + 3];
+    }
+    for (; t < K; ++t) s0 += x[t] * y[t];
+    return (s0 + s1) + (s2 + s3);
+}
 // A rigorous upper bound of the Euclidean norm of x.
 double norm_up(const double* x, std::size_t K);
 // An enclosure of sum_t x_t y_t for x_t in xm_t +- xr_t and y_t in ym_t +-
@@ -43,6 +54,7 @@ struct Rows {
     std::size_t count = 0, K = 0;
     std::vector<double> mid, rad;  // count x K
     std::vector<double> nmid, nrad;
+    double sum_nmid = 0, sum_nrad = 0;  // upper bounds of the sums of the norms
     const double* m(std::size_t i) const { return &mid[i * K]; }
     DI dot(std::size_t i, const double* xm, double nxm, double nxr) const {
         return dot_enclose(dot_rn(xm, m(i), K), K, nxm, nxr, nmid[i], nrad[i]);

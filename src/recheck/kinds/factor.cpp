@@ -7,11 +7,31 @@ namespace recheck {
 Outcome factor_rows(const Instance& inst, const Array& u, const Array& w, const Test& test, const RowClaim& claim) {
     const std::size_t k = u.cols, N = inst.N;
     const Rows ur(u, false), wr(w, false);
-    RowFn di = [&](std::size_t i) {
-        const std::vector<DI>& a = inst.row_di(i);
-        DI total = DI::point(0);
-        for (std::size_t j = 0; j < N; ++j) total += iabs(a[j] - wr.dot(j, ur.m(i), ur.nmid[i], ur.nrad[i]));
-        return total;
+    // Row i in binary64: with D_j = fl(U_i . W_j), |B_ij - D_j| <= rho_j (dot_enclose's bound)
+    // and A_ij in am_j +- ar_j,
+    //   | sum_j |A_ij - B_ij| - sum_j |am_j - D_j| | <= sum_j ar_j + sum_j rho_j,
+    // and the two round-to-nearest sums of N non-negative terms (one rounding
+    // each before) are within gamma_{N+1} <= 2 (N + 1) u of their values.
+    const double c = 2.0 * static_cast<double>(k) * 0x1p-53, c2 = 2.0 * static_cast<double>(N + 1) * 0x1p-53;
+    RowFn di = [&](std::size_t i) -> DI {
+        if (c > 0.125 || c2 > 0.125) return {NAN, NAN};
+        std::vector<double> am, ar;
+        mid_rad(inst.row_di(i), am, ar);
+        const double* ui = ur.m(i);
+        double S = 0, R = 0;
+        for (std::size_t j = 0; j < N; ++j) {
+            S += std::abs(am[j] - dot_rn(ui, wr.m(j), k));
+            R += ar[j];
+        }
+        if (!std::isfinite(S) || !std::isfinite(R)) return {NAN, NAN};
+        // sum_j rho_j <= c |U_i| sum |W_j| + |U_i|_rad (sum |W_j| + sum |W_j|_rad) + |U_i| sum |W_j|_rad + N 2^-1000
+        const double nu = ur.nmid[i], nr = ur.nrad[i];
+        double P = up(c * up(nu * wr.sum_nmid));
+        P = up(P + up(nr * up(wr.sum_nmid + wr.sum_nrad)));
+        P = up(P + up(nu * wr.sum_nrad));
+        P = up(P + static_cast<double>(N) * 0x1p-1000);
+        const double slack = up(up(up(R * up(1 + c2)) + P) + 0x1p-1000);
+        return {down(down(S * down(1 - c2)) - slack), up(up(S * up(1 + c2)) + slack)};
     };
     RowFnMI mi = [&](std::size_t i) {
         const std::vector<MI> a = inst.row<MI>(i);

@@ -63,8 +63,9 @@ Outcome check_zonal(const Context& c) {
             const I t = dot(i, j);
             const I x = iexp(coef * t - sh);
             I b1 = zero, b2 = zero;
+            const I tt = two * t;
             for (std::size_t k = cs.size() - 1; k >= 1; --k) {
-                I nb = cs[k] + two * t * b1 - b2;
+                I nb = cs[k] + tt * b1 - b2;
                 b2 = std::move(b1);
                 b1 = std::move(nb);
             }
