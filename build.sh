@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
-#   ./build.sh            install dependencies, build the two programs (rankcert,
-#                         rankcert-produce), verify every bundle in certificates/
+#   ./build.sh            install dependencies, build the programs (rankcert,
+#                         rankcert-produce, rankcert-recheck), verify every bundle in certificates/
 #   ./build.sh test       install dependencies, build, run the test suite (meson test:
 #                         Catch2, bundled certificates, re-checker sample, Python)
 #   ./build.sh test full  the same with the slow producer tests (meson suite "full"), then the checker's tests under ASan/UBSan
@@ -57,7 +57,7 @@ build() {
 install_deps "${1:-verify}"
 case "${1:-verify}" in
   verify)
-    build rankcert rankcert-produce
+    build rankcert rankcert-produce rankcert-recheck
     build/rankcert verify certificates
     ;;
   test)
