@@ -247,6 +247,45 @@ set -e
 [ "$got" = 1 ] || { echo "$who: a profile witness with a wrong kappa bound was not flagged (exit $got)"; cat "$tmp/out"; exit 1; }
 echo "$who: profile and sandwich certificates re-checked (verified, refuted, tampered witness)"
 
+# Malformed input to the second checker: exit 3 and one line naming the file
+# (and the field), never a crash.
+if [ -n "$second" ]; then
+  b=certificates/softmax-small/gauss24-d4-beta2-eps0.1.json
+  mkdir -p "$tmp/bad"
+  cp certificates/softmax-small/* "$tmp/bad/"
+  "$exe" verify --quiet --witness "$tmp/bad/w.json" "$b" > /dev/null
+  n=0
+  for case in 'd["eps"] = "1e99999"' 'd["instance"]["q"]["shape"] = [1 << 40, 1 << 40]' 'd["certificates"][0]["rank"] = "x"' \
+              'd["certificates"][0]["u"] = {"npy": "../gauss24.npy", "sha256": "0" * 64}' 'd["certificates"][1]["rows"] = [0, 0]' \
+              'd["instance"]["scale"] = {"rsqrt": -1}' 'd["certificates"][0]["w"]["shape"] = [3]' 'd = [[[[]]]] * 3'; do
+    $rc - "$b" "$tmp/bad/x.json" "$case" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+exec(sys.argv[3])
+json.dump(d, open(sys.argv[2], "w"))
+PY
+    # A witness with this bundle's hash, so the error comes from the bundle itself.
+    $rc - "$tmp/bad/w.json" "$tmp/bad/x.json" "$tmp/bad/wx.json" <<'PY'
+import hashlib, json, sys
+w = json.load(open(sys.argv[1]))
+w["bundle"]["sha256"] = hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest()
+json.dump(w, open(sys.argv[3], "w"))
+PY
+    set +e
+    "$second" "$tmp/bad/x.json" "$tmp/bad/wx.json" > "$tmp/out" 2> "$tmp/err"
+    got=$?
+    set -e
+    if [ "$got" != 3 ] || [ "$(wc -l < "$tmp/err")" != 1 ] || [ -s "$tmp/out" ] || ! grep -q 'x.json' "$tmp/err"; then
+      echo "$who: malformed bundle ($case) gave exit $got:"; cat "$tmp/out" "$tmp/err"; exit 1
+    fi
+    n=$((n + 1))
+  done
+  printf '{"format": "rankcert-witness/1"' > "$tmp/bad/trunc.json"
+  set +e; "$second" "$b" "$tmp/bad/trunc.json" > "$tmp/out" 2> "$tmp/err"; got=$?; set -e
+  [ "$got" = 3 ] && grep -q "trunc.json" "$tmp/err" || { echo "$who: a truncated witness gave exit $got"; cat "$tmp/out" "$tmp/err"; exit 1; }
+  echo "$who: $((n + 1)) malformed bundles and witnesses refused with exit 3 and the file named"
+fi
+
 # A small boundary mutation campaign (tools/mutation_campaign.py): eps 1e-8 ..
 # 1e-45 on either side of each certificate's decision boundary; no wrong verdict.
 if /usr/bin/python3 -c "import numpy" 2>/dev/null; then

@@ -350,6 +350,9 @@ int main(int argc, char** argv) {
                       << ", \"certificates\": [";
             for (std::size_t l = 0; l < r.lines.size(); ++l) std::cout << (l ? ", " : "") << "\"" << json_escape(r.lines[l]) << "\"";
             std::cout << "]}\n";
+        } else if (jobs.size() == 1 && r.agreement == Agreement::input_error) {
+            // One line on standard error naming the file and the field.
+            std::cerr << "rankcert-recheck: " << (r.lines.empty() ? std::string("input error") : r.lines[0]) << "\n";
         } else if (jobs.size() == 1 || all_lines || r.agreement != Agreement::agree) {
             std::cout << jobs[k].first << ": " << name(r.agreement) << "\n";
             for (const auto& l : r.lines) std::cout << "  " << l << "\n";

@@ -206,6 +206,10 @@ struct Columns {
     Rows t;  // the columns of R
     const Array& r;
 };
+// Positive definiteness of a symmetric interval matrix (lower triangle
+// given) in binary64: verified or undecided (kinds/tail.cpp).
+Verdict spd_di(const std::vector<std::vector<DI>>& H);
+
 // max_j sum_u |R_ju|, exactly.
 Q row_l1_max(const Array& r);
 

@@ -25,6 +25,8 @@ template <class I> Verdict ldl(std::vector<std::vector<I>>& H) {
     return Verdict::verified;
 }
 
+}  // namespace
+
 // Positive definiteness of a symmetric interval matrix in binary64 (Rump,
 // "Verification of positive definiteness", BIT 46, 2006): with Hm the
 // midpoints, B = fl(Hm - c I) and a floating-point Cholesky factorization
@@ -76,6 +78,8 @@ Verdict spd_di(const std::vector<std::vector<DI>>& H) {
     }
     return Verdict::verified;
 }
+
+namespace {
 
 // The binary64 tier: F F^T and M M^T by sums with a priori bounds.
 Verdict tail_di(const Instance& inst, const std::vector<std::size_t>& rows, const Columns& rc, const Array& f, const Q& mu,
