@@ -139,7 +139,21 @@ double exp_end(double x, int dir) {
 
 }  // namespace
 
-DI iexp(const DI& a) { return {exp_end(a.lo, -1), exp_end(a.hi, 1)}; }
+// A thin interval [lo, hi] (the usual case) takes one polynomial: with one k
+// for both ends, exp([lo, hi]) lies in 2^k [e^{r_lo}, e^{r_lo} e^w], w = r_hi -
+// r_lo, and e^w <= 1 + 1.01 w for w <= 2^-20.
+DI iexp(const DI& a) {
+    if (!(a.lo >= -700 && a.hi <= 700 && a.hi - a.lo <= 0x1p-20)) return {exp_end(a.lo, -1), exp_end(a.hi, 1)};
+    const double k = std::nearbyint(a.lo * 1.4426950408889634);
+    const double r_lo = k >= 0 ? down(a.lo - up(k * ln2.hi)) : down(a.lo - up(k * ln2.lo));
+    const double r_hi = k >= 0 ? up(a.hi - down(k * ln2.lo)) : up(a.hi - down(k * ln2.hi));
+    const double w = up(r_hi - r_lo);
+    if (!(std::fabs(r_lo) <= 0.36 && std::fabs(r_hi) <= 0.36 && w <= 0x1p-20)) return {exp_end(a.lo, -1), exp_end(a.hi, 1)};
+    const double p = horner(r_lo);
+    const double lo = down(p - 0x1p-45), hi = up(up(p + 0x1p-45) * up(1.0 + up(w * 1.01)));
+    const double scale = std::bit_cast<double>(static_cast<std::uint64_t>(static_cast<int>(k) + 1023) << 52);  // |k| <= 1010
+    return {down(lo * scale), up(hi * scale)};
+}
 DI ilog(const DI& a) {
     if (!(a.lo > 0)) return {NAN, NAN};
     return {at53(mpfr_log, a.lo, MPFR_RNDD), at53(mpfr_log, a.hi, MPFR_RNDU)};

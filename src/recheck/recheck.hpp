@@ -210,6 +210,10 @@ struct Columns {
 // given) in binary64: verified or undecided (kinds/tail.cpp).
 Verdict spd_di(const std::vector<std::vector<DI>>& H);
 
+// sum_k c_k T_k(t), t in the interval, c_k in cm_k +- cr_k: Clenshaw's
+// recurrence in binary64 with a running error bound (kinds/zonal.cpp).
+DI clenshaw_di(const DI& t, const std::vector<double>& cm, const std::vector<double>& cr);
+
 // max_j sum_u |R_ju|, exactly.
 Q row_l1_max(const Array& r);
 

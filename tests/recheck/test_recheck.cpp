@@ -94,8 +94,25 @@ TEST_CASE("binary64 exp encloses exp on adversarial arguments", "[recheck]") {
         if (v > -700) REQUIRE((e.hi - e.lo) <= std::ldexp(e.hi, -40));
         ++n;
     }
+    // Thin intervals [v, v + w] (one polynomial for both ends): the lower end
+    // below exp(v), the upper above exp(v + w).
+    std::uniform_real_distribution<double> wd(0.0, 1.0);
+    for (int k = 0; k < 100000; ++k) {
+        const double v = u(g), w = std::ldexp(wd(g), -20 - static_cast<int>(g() % 40));
+        const double v2 = v + w;
+        if (v < -800 || v2 > 709.7) continue;
+        const DI e = iexp(DI(v, v2));
+        mpfr_set_d(x, v, MPFR_RNDN);
+        mpfr_exp(lo, x, MPFR_RNDD);
+        mpfr_set_d(x, v2, MPFR_RNDN);
+        mpfr_exp(hi, x, MPFR_RNDU);
+        INFO("x = [" << v << ", " << v2 << "] enclosure [" << e.lo << ", " << e.hi << "]");
+        REQUIRE(mpfr_cmp_d(lo, e.lo) >= 0);
+        REQUIRE(mpfr_cmp_d(hi, e.hi) <= 0);
+        ++n;
+    }
     mpfr_clears(x, lo, hi, (mpfr_ptr)nullptr);
-    CHECK(n > 200000);
+    CHECK(n > 300000);
 }
 
 TEST_CASE("MPFR intervals contain the exact results", "[recheck]") {
@@ -170,6 +187,32 @@ TEST_CASE("Rump's test: positive definite matrices verify, semidefinite and inde
           })) == Verdict::undecided);
     // An interval matrix containing a singular one: never verified.
     CHECK(spd_di(matrix(2, [](std::size_t a, std::size_t b) { return a == b ? DI(1.0, 1.0) : DI(0.5, 1.0); })) == Verdict::undecided);
+}
+
+TEST_CASE("Clenshaw's recurrence with a running error bound contains the exact value", "[recheck]") {
+    std::mt19937_64 g(13);
+    std::uniform_real_distribution<double> ud(-1.2, 1.2), cd(-2.0, 2.0);
+    for (int k = 0; k < 3000; ++k) {
+        const std::size_t p = g() % 40;
+        std::vector<double> cm(p + 1), cr(p + 1, 0.0);
+        for (auto& c : cm) c = cd(g) * (g() % 4 == 0 ? 1e-12 : 1.0);
+        const double t0 = ud(g), w = g() % 2 ? 0.0 : std::ldexp(1.0, -30 - static_cast<int>(g() % 20));
+        const DI gi = clenshaw_di(DI(t0, t0 + w), cm, cr);
+        // The exact sum at both ends of t (T_k by the exact three-term recurrence).
+        for (double tv : {t0, t0 + w}) {
+            const Q t(tv);
+            Q T0 = 1, T1 = t, sum = Q(cm[0]) * T0;
+            if (p >= 1) sum += Q(cm[1]) * T1;
+            for (std::size_t j = 2; j <= p; ++j) {
+                const Q T2 = 2 * t * T1 - T0;
+                sum += Q(cm[j]) * T2;
+                T0 = T1;
+                T1 = T2;
+            }
+            INFO("p = " << p << ", t = " << tv);
+            REQUIRE(contains(gi, sum));
+        }
+    }
 }
 
 TEST_CASE("numbers are read exactly, in every spelling of the format", "[recheck]") {
