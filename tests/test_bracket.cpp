@@ -632,6 +632,38 @@ TEST_CASE("neumann_local_search: restarts never lose the first search's set", "[
     }
 }
 
+TEST_CASE("neumann_local_search: a start already at a local optimum goes straight to the restarts", "[bracket]") {
+    // A later round of `rankcert bracket` starts from the set the last round
+    // ended with; when that search found nothing, repeating it is wasted
+    // (it is deterministic).  With start_is_local_optimum the first search is
+    // skipped: without restarts the start itself comes back (with its own R)
+    // and no set is valued; with restarts they run and can only add.
+    const Mat A = causal_exp_head(16, 1);
+    NeumannCandidate start;
+    start.rows = {0, 5};
+    start.N = 16;
+    SearchOptions none;
+    none.restarts = 0;
+    auto first = neumann_local_search(A, 0.1, start, none, Deadline{}.within(60));
+    REQUIRE(first);
+    SearchOptions skip = none;
+    skip.start_is_local_optimum = true;
+    SearchStats ss;
+    auto again = neumann_local_search(A, 0.1, *first, skip, Deadline{}.within(60), &ss);
+    REQUIRE(again);
+    CHECK(again->rows == first->rows);
+    CHECK(ss.evaluations == 0);
+    CHECK(ss.local_optimum);
+    SearchOptions some = skip;
+    some.restarts = 3;
+    SearchStats s3;
+    auto more = neumann_local_search(A, 0.1, *first, some, Deadline{}.within(60), &s3);
+    REQUIRE(more);
+    if (first->rows.size() < 16) CHECK(s3.restarts == 3);  // (a set of every row ends the search)
+    CHECK(more->rows.size() >= first->rows.size());
+    CHECK(more->float_value == Approx(neumann_float_value(A, 0.1, more->rows, more->r, more->N)).epsilon(1e-15));
+}
+
 TEST_CASE("bracket --start-from a neumann certificate grows from that certificate's R", "[bracket]") {
     // The smooth Neumann growth of phase 2 must start from the start
     // certificate's own R.  On cells the least-norm right inverse of the same

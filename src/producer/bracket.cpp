@@ -215,6 +215,8 @@ struct EpsState {
     std::size_t grow_next = 0;  // the row where the next smooth growth goes on (the last one stopped there)
     std::vector<std::size_t> grow_rejected;  // by residual: the rows the last growth's pass rejected
     std::size_t search_floor = 0;  // ranks at or below it failed the search
+    std::vector<std::size_t> searched_from;  // the row set the last row search ended at a local optimum from, unchanged
+    std::uint64_t search_rounds = 0;       // row searches so far (each restarts in another order)
     double svd_rank = 0, seconds = 0;
     bool published = false;
     std::string path;
@@ -602,8 +604,16 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         SearchOptions so;
         so.margin = lopt.margin;
         so.progress = [&](const std::string& s) { status(a, s); };
+        // A later round at the same eps starts where the last one ended; if
+        // that search found nothing and the set is unchanged, its first local
+        // search would repeat exactly (32-token prefix of full512 L4 H0, eps
+        // 0.1: 4 of the 5 s the second round had), so the round goes
+        // straight to restarts, in an order of its own.
+        so.seed = opt.seed * 1000003 + 1 + st.search_rounds++;
+        so.start_is_local_optimum = !st.searched_from.empty() && st.searched_from == rows;
         SearchStats ss;
         auto nc = neumann_local_search(A, eps.approx, start, so, total.within(share), &ss);
+        st.searched_from = ss.local_optimum ? rows : std::vector<std::size_t>();
         if (opt.search_log)
             opt.search_log("eps " + eps.text + ": row search " + std::to_string(ss.start_rows) + " -> " + std::to_string(ss.end_rows) +
                            " rows, value " + std::to_string(ss.start_value) + " -> " + std::to_string(ss.end_value) + ", " +

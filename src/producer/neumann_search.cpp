@@ -275,9 +275,18 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
     }
     std::optional<NeumannCandidate> best;
     SearchStats st;
-    double v = search_from(A, eps, I, std::move(R), so, dl, st, best, true);
-    st.end_rows = I.size();
-    st.end_value = v;
+    double v = NAN;
+    if (so.start_is_local_optimum) {
+        // An earlier round searched from this set to the end: repeating it
+        // (deterministic) would only spend its time again.
+        st.start_rows = st.end_rows = I.size();
+        st.local_optimum = true;
+        if (!start.r.empty()) best = start;
+    } else {
+        v = search_from(A, eps, I, std::move(R), so, dl, st, best, true);
+        st.end_rows = I.size();
+        st.end_value = v;
+    }
     // Restarts, while time is left after a local optimum.  The local optimum
     // depends on the start: on the first 32 tokens of full512 L4 H0 at eps
     // 0.1 the exact best-add greedy from one forced row ends at 12 rows from

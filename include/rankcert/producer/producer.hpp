@@ -238,6 +238,9 @@ struct SearchOptions {
     std::size_t restarts = 1000;         // searches after the first local optimum, while time is left
     std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, kicks
     std::uint64_t seed = 1;             // the restarts' order
+    // The start set is a local optimum already (an earlier search from it
+    // ended there): go straight to the restarts.
+    bool start_is_local_optimum = false;
     std::function<void(const std::string&)> progress;
 };
 struct SearchStats {
