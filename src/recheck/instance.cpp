@@ -251,8 +251,8 @@ Rows::Rows(const Array& a, bool transposed) {
             rad[at] = a.rad[i * a.cols + j];
         }
     for (std::size_t i = 0; i < count; ++i) {
-        nmid.push_back(norm_up(&mid[i * K], K));
-        nrad.push_back(a.points ? 0.0 : norm_up(&rad[i * K], K));
+        nmid.push_back(norm_up(mid.data() + i * K, K));
+        nrad.push_back(a.points ? 0.0 : norm_up(rad.data() + i * K, K));
         sum_nmid = up(sum_nmid + nmid.back());
         sum_nrad = up(sum_nrad + nrad.back());
     }
@@ -281,10 +281,10 @@ Outcome run_rows(std::size_t count, const Test& test, const RowFn& di, const Row
     std::atomic<bool> refuted{false};
     auto one = [&](std::size_t t, Encl& e, Outcome& o) {
         if (test.only_bits) {
-            const mpfr_prec_t keep = mi_bits;
-            mi_bits = test.only_bits;
+            const mpfr_prec_t keep = get_mi_bits();
+            set_mi_bits(test.only_bits);
             const MI y = mi(t);
-            mi_bits = keep;
+            set_mi_bits(keep);
             e = encl(y);
             ++o.mpfr_rows;
             return test(y);
@@ -294,15 +294,15 @@ Outcome run_rows(std::size_t count, const Test& test, const RowFn& di, const Row
         e = encl(x);
         if (v == Verdict::undecided) {
             ++o.mpfr_rows;
-            const mpfr_prec_t keep = mi_bits;
+            const mpfr_prec_t keep = get_mi_bits();
             for (mpfr_prec_t bits : ladder) {
-                mi_bits = bits;
+                set_mi_bits(bits);
                 const MI y = mi(t);
                 v = test(y);
                 e = encl(y);
                 if (v != Verdict::undecided) break;
             }
-            mi_bits = keep;
+            set_mi_bits(keep);
             if (v == Verdict::undecided && exact) {
                 const Q x = exact(t);
                 e = Encl{End{0, false, x}, End{0, false, x}};

@@ -188,7 +188,12 @@ End hi_end(const DI& a) { return end_of(a.hi); }
 
 // ---- MI ----------------------------------------------------------------------
 
+namespace {
 thread_local mpfr_prec_t mi_bits = 128;
+}  // namespace
+
+mpfr_prec_t get_mi_bits() { return mi_bits; }
+void set_mi_bits(mpfr_prec_t bits) { mi_bits = bits; }
 
 MI::MI() {
     mpfr_init2(lo, mi_bits);

@@ -8,7 +8,7 @@
 //       at overflow (the neighbour of +-inf is -+DBL_MAX).  exp and log go
 //       through MPFR at 53 bits with directed rounding (correctly rounded),
 //       never through libm;
-//   MI  [lo, hi] in MPFR at the precision `mi_bits` (thread-local), every
+//   MI  [lo, hi] in MPFR at the precision `get_mi_bits()` (thread-local), every
 //       end rounded outward (MPFR_RNDD / MPFR_RNDU).
 //
 // The same generic code (templates over DI and MI) computes every row; the
@@ -123,8 +123,11 @@ End hi_end(const DI& a);
 
 // ---- MPFR intervals ----------------------------------------------------------
 
-// The working precision of MI values created from here on (bits).
-extern thread_local mpfr_prec_t mi_bits;
+// The working precision of MI values created from here on (bits), per
+// thread.  (Functions, not an extern thread_local: UBSan reports a store
+// through a null pointer for the latter across translation units, GCC 12.)
+mpfr_prec_t get_mi_bits();
+void set_mi_bits(mpfr_prec_t bits);
 
 class MI {
 public:

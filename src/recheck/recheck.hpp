@@ -55,7 +55,7 @@ struct Rows {
     std::vector<double> mid, rad;  // count x K
     std::vector<double> nmid, nrad;
     double sum_nmid = 0, sum_nrad = 0;  // upper bounds of the sums of the norms
-    const double* m(std::size_t i) const { return &mid[i * K]; }
+    const double* m(std::size_t i) const { return mid.data() + i * K; }
     DI dot(std::size_t i, const double* xm, double nxm, double nxr) const {
         return dot_enclose(dot_rn(xm, m(i), K), K, nxm, nxr, nmid[i], nrad[i]);
     }
@@ -154,8 +154,8 @@ template <class T> class PerBits {
 public:
     template <class F> const T& get(F make) {
         std::lock_guard<std::mutex> g(mu_);
-        auto it = m_.find(mi_bits);
-        if (it == m_.end()) it = m_.emplace(mi_bits, make()).first;
+        auto it = m_.find(get_mi_bits());
+        if (it == m_.end()) it = m_.emplace(get_mi_bits(), make()).first;
         return it->second;
     }
 

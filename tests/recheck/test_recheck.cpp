@@ -118,7 +118,7 @@ TEST_CASE("binary64 exp encloses exp on adversarial arguments", "[recheck]") {
 TEST_CASE("MPFR intervals contain the exact results", "[recheck]") {
     std::mt19937_64 g(3);
     for (mpfr_prec_t bits : {64, 128, 512}) {
-        mi_bits = bits;
+        set_mi_bits(bits);
         for (int k = 0; k < 2000; ++k) {
             const Q a = Q(wild(g)) / Q(3), b = Q(wild(g)) / Q(7);
             const MI x = to_mi(a), y = to_mi(b);
@@ -138,7 +138,7 @@ TEST_CASE("MPFR intervals contain the exact results", "[recheck]") {
         REQUIRE(end_le(lo_end(back), Q(128)));
         REQUIRE(end_ge(hi_end(back), Q(128)));
     }
-    mi_bits = 128;
+    set_mi_bits(128);
 }
 
 TEST_CASE("a priori dot products and norms contain the exact values", "[recheck]") {

@@ -224,11 +224,11 @@ Outcome check_profile(const Context& c) {
     };
     Verdict iv = intervals(DI::point(0), o.named);
     for (std::size_t tier = 0; tier < 3 && iv == Verdict::undecided; ++tier) {
-        const mpfr_prec_t keep = mi_bits;
-        mi_bits = ladder[tier];
+        const mpfr_prec_t keep = get_mi_bits();
+        set_mi_bits(ladder[tier]);
         o.named.clear();
         iv = intervals(to_mi(0.0), o.named);
-        mi_bits = keep;
+        set_mi_bits(keep);
     }
     o.verdict = combine(exact_parts, iv);
     return o;

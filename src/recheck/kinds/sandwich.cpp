@@ -46,13 +46,13 @@ Outcome check_sandwich(const Context& c) {
         Verdict v = combine(le(e1, t), le(e2, rest));
         Encl x1 = encl(e1), x2 = encl(e2);
         for (std::size_t tier = 0; tier < 3 && v == Verdict::undecided; ++tier) {
-            const mpfr_prec_t keep = mi_bits;
-            mi_bits = ladder[tier];
+            const mpfr_prec_t keep = get_mi_bits();
+            set_mi_bits(ladder[tier]);
             auto [m1, m2] = two(i, to_mi(0.0));
             v = combine(le(m1, t), le(m2, rest));
             x1 = encl(m1);
             x2 = encl(m2);
-            mi_bits = keep;
+            set_mi_bits(keep);
             ++o.mpfr_rows;
         }
         ++o.rows_checked;

@@ -154,10 +154,10 @@ Outcome check_tail(const Context& c) {
     Encl fe;
     o.verdict = tail_di(inst, rows, rc, f, mu, thr, fe);
     for (std::size_t t = 0; t < 3 && o.verdict == Verdict::undecided; ++t) {
-        const mpfr_prec_t keep = mi_bits;
-        mi_bits = ladder[t];
+        const mpfr_prec_t keep = get_mi_bits();
+        set_mi_bits(ladder[t]);
         o.verdict = tail_mi(inst, rows, rc, f, mu, thr, fe);
-        mi_bits = keep;
+        set_mi_bits(keep);
     }
     o.named["frobenius_sq"] = fe;
     return o;
