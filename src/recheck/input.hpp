@@ -6,6 +6,7 @@
 #include "interval.hpp"
 #include "json.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -45,8 +46,10 @@ struct Sidecars {
 };
 
 // Reads one ARRAY of the format.  `logits` allows -inf entries; `mask`
-// allows booleans in inline data.
-Array read_array(const Json& j, Sidecars& sc, const std::string& where, bool logits = false, bool mask = false);
+// allows booleans in inline data; a shape other than want_rows x want_cols
+// (SIZE_MAX: any) is an input error before any entry is stored.
+Array read_array(const Json& j, Sidecars& sc, const std::string& where, bool logits = false, bool mask = false,
+                 std::size_t want_rows = SIZE_MAX, std::size_t want_cols = SIZE_MAX);
 
 // SHA-256 of bytes, lower-case hex.
 std::string sha256_hex(const std::string& bytes);

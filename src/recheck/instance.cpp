@@ -367,26 +367,40 @@ Outcome run_rows(std::size_t count, const Test& test, const RowFn& di, const Row
 
 Array dense(const Context& c, const char* key, std::size_t rows, std::size_t cols) {
     const std::string w = c.where + "." + key;
-    Array a = read_array(c.cert.at(key, c.where), c.sc, w);
-    if ((rows != SIZE_MAX && a.rows != rows) || (cols != SIZE_MAX && a.cols != cols))
-        bad(w, "shape [" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + "], expected [" +
-                   (rows == SIZE_MAX ? std::string("*") : std::to_string(rows)) + ", " +
-                   (cols == SIZE_MAX ? std::string("*") : std::to_string(cols)) + "]");
-    return a;
+    return read_array(c.cert.at(key, c.where), c.sc, w, false, false, rows, cols);
 }
 
 std::vector<std::size_t> indices(const Json& j, const std::string& where, std::size_t below, bool distinct) {
     if (!j.is_array()) bad(where, "needs a list of indices");
     std::vector<std::size_t> out;
-    std::vector<char> seen(below, 0);
     for (std::size_t t = 0; t < j.items.size(); ++t) {
         const std::size_t v = j.items[t].index(where + "[" + std::to_string(t) + "]");
         if (v >= below) bad(where + "[" + std::to_string(t) + "]", "index " + std::to_string(v) + " is not below " + std::to_string(below));
-        if (distinct && seen[v]) bad(where + "[" + std::to_string(t) + "]", "repeated index " + std::to_string(v));
-        seen[v] = 1;
         out.push_back(v);
     }
+    if (distinct) {  // sorted copy: O(k log k), whatever `below` is
+        std::vector<std::size_t> s = out;
+        std::sort(s.begin(), s.end());
+        if (const auto it = std::adjacent_find(s.begin(), s.end()); it != s.end())
+            bad(where, "repeated index " + std::to_string(*it));
+    }
     return out;
+}
+
+Q block_column_norm(const Array& v, const std::vector<std::size_t>& block_of, std::size_t blocks) {
+    Q c = 0;
+    std::vector<Q> mx(blocks);
+    for (std::size_t j = 0; j < v.rows; ++j) {
+        std::fill(mx.begin(), mx.end(), Q(0));
+        for (std::size_t k = 0; k < v.cols; ++k) {
+            const Q x = abs(v.q[j * v.cols + k]);
+            if (x > mx[block_of[k]]) mx[block_of[k]] = x;
+        }
+        Q s = 0;
+        for (const auto& x : mx) s += x;
+        if (s > c) c = s;
+    }
+    return c;
 }
 
 Columns::Columns(const Array& R) : N(R.rows), m(R.cols), t(R, true), r(R) {}

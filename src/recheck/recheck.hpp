@@ -214,6 +214,10 @@ Verdict spd_di(const std::vector<std::vector<DI>>& H);
 // recurrence in binary64 with a running error bound (kinds/zonal.cpp).
 DI clenshaw_di(const DI& t, const std::vector<double>& cm, const std::vector<double>& cr);
 
+// max_j sum_b max_{k in block b} |v_jk|, exactly (block_neumann, borsuk:
+// block_of[k] is the block of column k).
+Q block_column_norm(const Array& v, const std::vector<std::size_t>& block_of, std::size_t blocks);
+
 // max_j sum_u |R_ju|, exactly.
 Q row_l1_max(const Array& r);
 

@@ -41,17 +41,7 @@ Outcome check_block_neumann(const Context& c) {
             pos_t[blocks[b][q]] = q;
         }
     }
-    Q cnorm = 0;
-    for (std::size_t j = 0; j < inst.N; ++j) {
-        std::vector<Q> mx(blocks.size(), Q(0));
-        for (std::size_t k = 0; k < V; ++k) {
-            const Q x = abs(v.q[j * V + k]);
-            if (x > mx[block_of[k]]) mx[block_of[k]] = x;
-        }
-        Q s = 0;
-        for (const auto& x : mx) s += x;
-        if (s > cnorm) cnorm = s;
-    }
+    const Q cnorm = block_column_norm(v, block_of, blocks.size());
     std::vector<Q> ecl(m);
     for (std::size_t t = 0; t < m; ++t) {
         Q l = 1;

@@ -129,17 +129,7 @@ Outcome check_borsuk(const Context& c) {
     if (rank_of(c.cert, c.where) != dim) throw InputError(c.where + ".rank: is not the sum of the blocks' dimensions");
     const std::size_t Fn = cols.size(), nb = bj.items.size();
     const Array v = dense(c, "v", inst.N, Fn);
-    Q cnorm = 0;
-    for (std::size_t j = 0; j < inst.N; ++j) {
-        std::vector<Q> mx(nb, Q(0));
-        for (std::size_t f = 0; f < Fn; ++f) {
-            const Q x = abs(v.q[j * Fn + f]);
-            if (x > mx[cols[f]]) mx[cols[f]] = x;
-        }
-        Q s = 0;
-        for (const auto& x : mx) s += x;
-        if (s > cnorm) cnorm = s;
-    }
+    const Q cnorm = block_column_norm(v, cols, nb);
     const Q ec = c.eps * cnorm;
     std::vector<std::size_t> label_rows;
     for (const auto& [t, u] : uses) label_rows.push_back(t);
