@@ -169,9 +169,11 @@ struct LowerOptions {
                                    // candidate costs more than half of it (0: never)
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
-    double lp_reopt_size = 6000;   // neumann_smooth_grow: re-optimise R by the all-keys LP (interior point) at the end of
-                                   // each pass, and repeat passes, while rows x keys is at most this (about 4 s per LP
-                                   // there; 0: never, one pass as in phase 2)
+    double lp_reopt_size = 2500;   // neumann_smooth_grow: re-optimise R by the all-keys LP (interior point) at the end of
+                                   // each pass, and repeat passes, while rows x keys is at most this (about 0.5 s per LP
+                                   // there; 0: never, one pass as in phase 2).  Was 6000: at 105 tokens and 40 rows an
+                                   // LP costs 1.3 s, and the row search's PDHG does more with that time (L +23 over 40
+                                   // fresh heads, docs/producer.md)
     Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
     bool cells = true;             // neumann_greedy: a second pass with key cells for diffuse rows
     // neumann_smooth_grow: the order of the candidate rows.  automatic:
@@ -232,7 +234,7 @@ struct SearchOptions {
     std::size_t swap_in = 4;    // best-scored outsiders tried in for each
     double admit = 0.99;        // a row joins when its PDHG value is below this
     double swap_gain = 2e-3;    // a swap is kept when it lowers the value by this much
-    double exact_size = 6000;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this
+    double exact_size = 2500;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this, else PDHG
     double exact_all_size = 2500;  // refine every outsider (not only the best few) where rows x keys is at most this
     double margin = 1e-6;
     std::size_t restarts = 1000;         // searches after the first local optimum, while time is left
