@@ -178,10 +178,12 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         if (dl.expired() || scored.empty()) break;
         std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.v < b.v; });
         // Refine the best few; the best refined one joins below `admit`.
-        // Where the exact LP is cheap (rows x keys at most exact_all_size;
-        // 32 and 48 tokens) every outsider is refined by it: the PDHG score
-        // of 60 steps misranks them there.
-        const bool all = so.exact_all_size > 0 && static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_all_size;
+        // Where the exact LP is cheap (rows x keys at most exact_all_size,
+        // at most exact_all_outsiders outsiders; 32 and 48 tokens) every
+        // outsider is refined by it: the PDHG score of 60 steps misranks
+        // them there.
+        const bool all = so.exact_all_size > 0 && scored.size() <= so.exact_all_outsiders &&
+                         static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_all_size;
         const std::size_t top = all ? scored.size() : std::min(so.refine_top, scored.size());
         for (std::size_t k = 0; k < top && !dl.expired(); ++k) {
             Scored& s = scored[k];

@@ -471,7 +471,11 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // and only below 0.98, below: on medium L1 H6 at t = 0.5, eps 0.1 that
     // admitted none of the eleven candidates, while with row 3 the
     // exact LP has 0.980.)
+    // At most lp_try_rows of them: on a 197-token image head at 7 rows x 197
+    // keys (below lp_reopt_size) the 190 rejected rows took 44 s of LPs and
+    // none joined (the exact best-add greedy ends at 7 rows there too).
     std::sort(rejected.begin(), rejected.end());
+    if (rejected.size() > opt.lp_try_rows) rejected.resize(opt.lp_try_rows);
     bool admitted = false;
     for (const auto& [v2, c] : rejected) {
         if (dl.expired() || dl.left() < 3 * last_lp) break;

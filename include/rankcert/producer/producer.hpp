@@ -174,6 +174,7 @@ struct LowerOptions {
                                    // there; 0: never, one pass as in phase 2).  Was 6000: at 105 tokens and 40 rows an
                                    // LP costs 1.3 s, and the row search's PDHG does more with that time (L +23 over 40
                                    // fresh heads, docs/producer.md)
+    std::size_t lp_try_rows = 64;  // neumann_smooth_grow: rejected rows tried by the LP itself after a pass, at most
     Deadline deadline;             // the run's (LP growth and the cell pass stop at it)
     bool cells = true;             // neumann_greedy: a second pass with key cells for diffuse rows
     // neumann_smooth_grow: the order of the candidate rows.  automatic:
@@ -236,6 +237,8 @@ struct SearchOptions {
     double swap_gain = 2e-3;    // a swap is kept when it lowers the value by this much
     double exact_size = 2500;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this, else PDHG
     double exact_all_size = 2500;  // refine every outsider (not only the best few) where rows x keys is at most this
+    std::size_t exact_all_outsiders = 64;  // ... and there are at most this many outsiders (197-token image heads:
+                                           // 190 exact LPs per add took a 40 s share before any restart)
     double margin = 1e-6;
     std::size_t restarts = 1000;         // searches after the first local optimum, while time is left
     std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, kicks
