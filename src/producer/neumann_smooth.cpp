@@ -472,8 +472,9 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // admitted none of the eleven candidates, while with row 3 the
     // exact LP has 0.980.)
     // At most lp_try_rows of them: on a 197-token image head at 7 rows x 197
-    // keys (below lp_reopt_size) the 190 rejected rows took 44 s of LPs and
-    // none joined (the exact best-add greedy ends at 7 rows there too).
+    // keys (below lp_reopt_size), --focus lower, the LP passes over up to 190
+    // rejected rows ran 44 s and none joined (the exact best-add greedy ends
+    // at 7 rows there too).
     std::sort(rejected.begin(), rejected.end());
     if (rejected.size() > opt.lp_try_rows) rejected.resize(opt.lp_try_rows);
     bool admitted = false;

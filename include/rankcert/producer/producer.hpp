@@ -170,8 +170,8 @@ struct LowerOptions {
     double lp_time_limit = 3;      // seconds per LP
     double lp_budget = 4;          // seconds of LP growth per eps
     double lp_reopt_size = 2500;   // neumann_smooth_grow: re-optimise R by the all-keys LP (interior point) at the end of
-                                   // each pass, and repeat passes, while rows x keys is at most this (about 0.5 s per LP
-                                   // there; 0: never, one pass as in phase 2).  Was 6000: at 105 tokens and 40 rows an
+                                   // each pass, and repeat passes, while rows x keys is at most this (0.3 s at 21 rows x 94
+                                   // keys; 0: never, one pass as in phase 2).  Was 6000: at 105 tokens and 40 rows an
                                    // LP costs 1.3 s, and the row search's PDHG does more with that time (L +23 over 40
                                    // fresh heads, docs/producer.md)
     std::size_t lp_try_rows = 64;  // neumann_smooth_grow: rejected rows tried by the LP itself after a pass, at most
@@ -237,8 +237,9 @@ struct SearchOptions {
     double swap_gain = 2e-3;    // a swap is kept when it lowers the value by this much
     double exact_size = 2500;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this, else PDHG
     double exact_all_size = 2500;  // refine every outsider (not only the best few) where rows x keys is at most this
-    std::size_t exact_all_outsiders = 64;  // ... and there are at most this many outsiders (197-token image heads:
-                                           // 190 exact LPs per add took a 40 s share before any restart)
+    std::size_t exact_all_outsiders = 64;  // ... and there are at most this many outsiders (197-token image head, 7 rows,
+                                           // --focus lower: one local search valuing 190 outsiders exactly
+                                           // took 39 s and left no time for a restart)
     double margin = 1e-6;
     std::size_t restarts = 1000;         // searches after the first local optimum, while time is left
     std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, kicks
