@@ -181,8 +181,8 @@ TEST_CASE("bracket is anytime: a budget bounds the run, every eps gets a verifie
     const char* exe = std::getenv("RANKCERT_EXE");
     REQUIRE(exe != nullptr);
     const auto out = dir.path / "out";
-    const std::string cmd = bracket_head_cmd(dir) + " --eps 0.05,0.1,0.2 --time-budget 3 --json -q --out " +
-                            out.string() + " > " + (dir.path / "r.json").string();
+    const std::string cmd = bracket_head_cmd(dir) + " --eps 0.05,0.1,0.2 --time-budget 3 --json -q --log --out " +
+                            out.string() + " > " + (dir.path / "r.json").string() + " 2> " + (dir.path / "log.txt").string();
     const auto t0 = std::chrono::steady_clock::now();
     REQUIRE(std::system(cmd.c_str()) == 0);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -200,6 +200,30 @@ TEST_CASE("bracket is anytime: a budget bounds the run, every eps gets a verifie
         prevL = e["lower"];
         prevU = e["upper"];
     }
+    // --log: a closest-miss line only for an open bracket, at its U - 1, and
+    // a miss is at or above the search's target (eps (1 - 1e-5)).
+    std::ifstream lg(dir.path / "log.txt");
+    std::size_t misses = 0;
+    for (std::string line; std::getline(lg, line);) {
+        const auto at = line.find(": closest factor at rank ");
+        if (at == std::string::npos) continue;
+        ++misses;
+        INFO(line);
+        const std::string eps = line.substr(line.find("eps ") + 4, at - line.find("eps ") - 4);
+        std::size_t k = 0;
+        double ratio = 0;
+        REQUIRE(std::sscanf(line.c_str() + at, ": closest factor at rank %zu: worst row error %lf", &k, &ratio) == 2);
+        bool found = false;
+        for (const auto& e : r["results"]) {
+            if (e["eps"] != eps) continue;
+            found = true;
+            CHECK(e["lower"].get<std::uint64_t>() < e["upper"].get<std::uint64_t>());
+            CHECK(k + 1 == e["upper"].get<std::uint64_t>());
+        }
+        CHECK(found);
+        CHECK(ratio >= 0.9999);
+    }
+    CHECK(misses <= 3);
     // Generous: the budget is for the search; start-up and the final checks
     // come on top.  (A loose bound, not a timing test: it catches a budget
     // that is ignored, which costs minutes here.)
@@ -597,6 +621,28 @@ TEST_CASE("neumann_local_search: known answers for the row-set search", "[bracke
         REQUIRE(one);
         CHECK(one->rows.size() == 1);
     }
+}
+
+TEST_CASE("neumann_local_search: the squeeze admits rows between admit and 1 - margin", "[bracket]") {
+    // A = I_6: every row set has the LP value eps (R = I, delta = 0).  At
+    // eps 0.995 no row joins below admit = 0.99, so every add is a squeeze
+    // at a local optimum, and r_eps(I_6) = 6 must still be reached.  At eps
+    // 0.9999995 (above 1 - margin) not even the start is admissible.
+    const Mat A = Mat::Identity(6, 6);
+    NeumannCandidate start;
+    start.rows = {2};
+    start.N = 6;
+    start.r = {{2, 0, 1.0}};
+    SearchOptions none;
+    none.restarts = 0;
+    SearchStats ss;
+    auto c = neumann_local_search(A, 0.995, start, none, Deadline{}.within(60), &ss);
+    REQUIRE(c);
+    CHECK(c->rows == std::vector<std::size_t>{0, 1, 2, 3, 4, 5});
+    CHECK(ss.adds == 5);
+    CHECK(c->float_value < 1 - none.margin);
+    CHECK(c->float_value == Approx(neumann_float_value(A, 0.995, c->rows, c->r, c->N)).epsilon(1e-15));
+    CHECK(!neumann_local_search(A, 0.9999995, start, none, Deadline{}.within(60)));
 }
 
 TEST_CASE("neumann_local_search: restarts never lose the first search's set", "[bracket]") {

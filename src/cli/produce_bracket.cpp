@@ -178,7 +178,7 @@ int bracket_main(int argc, char** argv) {
     app.add_flag("--no-interpolative", no_interpolative, "Skip the greedy row-interpolative search (small instances)");
     app.add_flag("-q,--quiet", quiet, "No progress output");
     bool search_log = false;
-    app.add_flag("--log", search_log, "One line per lower-bound search on stderr (rows before and after, moves made), also with -q");
+    app.add_flag("--log", search_log, "One line per lower-bound search on stderr (rows before and after, moves made) and, per open bracket, the factor search's closest miss at U - 1; also with -q");
     app.add_option("--start-from", start_from,
                    "Bundles of the same instance (e.g. an earlier run's): their neumann and factor certificates, and those of other kinds without sidecars (zonal), "
                    "are offered to the checker first, and the search grows from the best of them");

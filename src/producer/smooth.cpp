@@ -196,6 +196,7 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
             best.float_error = f.worst();
             best.U = at.U;
             best.W = at.W;
+            if (opt.best_error) *opt.best_error = std::min(*opt.best_error, best.float_error);
         }
     };
     // Stages: (tau, mu * N / target).

@@ -116,6 +116,9 @@ struct SmoothOptions {
     // steps from the same start may still help) or stopped on a plateau
     // first (they will not: try another start).
     bool* out_of_steps = nullptr;
+    // When set, lowered to the least worst row error (single precision, an
+    // estimate) the search reached, found or not.
+    double* best_error = nullptr;
 };
 // A factor of U's rank whose worst row error, in double precision, is <= target
 // (the search itself runs its products in single precision), started from
