@@ -51,7 +51,11 @@ def attention(bundle):
     """The float attention matrix of a bundle's instance (qk, logits or matrix)."""
     inst = bundle["instance"]
     base = bundle["_dir"]
-    load = lambda f: np.load(os.path.join(base, inst[f]["npy"])).astype(np.float64)
+    def load(f):
+        try:
+            return np.load(os.path.join(base, inst[f]["npy"])).astype(np.float64)
+        except (KeyError, TypeError, OSError, ValueError) as e:
+            raise SystemExit(f"tools/gap_table.py: {bundle['_path']}: instance.{f}: {e}")
     kind = inst["kind"]
     if kind == "matrix":
         return load("matrix")
@@ -149,6 +153,9 @@ def main():
         except (OSError, ValueError) as e:
             raise SystemExit(f"tools/gap_table.py: {path}: {e}")
         b["_dir"] = os.path.dirname(os.path.abspath(path))
+        b["_path"] = path
+        if not isinstance(b, dict) or "claim" not in b or "certificates" not in b:
+            raise SystemExit(f"tools/gap_table.py: {path}: not a rankcert bundle (no claim or certificates)")
         L, U = b["claim"]["lower"], b["claim"]["upper"]
         if L >= U:
             continue
