@@ -156,11 +156,15 @@ def main():
         b["_path"] = path
         if not isinstance(b, dict) or "claim" not in b or "certificates" not in b:
             raise SystemExit(f"tools/gap_table.py: {path}: not a rankcert bundle (no claim or certificates)")
-        L, U = b["claim"]["lower"], b["claim"]["upper"]
+        try:
+            L, U = int(b["claim"]["lower"]), int(b["claim"]["upper"])
+            eps = float(Fraction(str(b["eps"])))
+            neu = [c for c in b["certificates"]
+                   if c.get("bound") == "lower" and c.get("kind") == "neumann" and c.get("rank") == L]
+        except (KeyError, TypeError, ValueError, ZeroDivisionError, AttributeError) as e:
+            raise SystemExit(f"tools/gap_table.py: {path}: claim, eps or certificates: {e}")
         if L >= U:
             continue
-        eps = float(Fraction(b["eps"]))
-        neu = [c for c in b["certificates"] if c["bound"] == "lower" and c["kind"] == "neumann" and c["rank"] == L]
         name = os.path.basename(path)[:-5]
         head = re.sub(r"-eps[0-9.]+$", "", name)
         miss = closest_miss(logs.get((head, b["eps"])))
@@ -169,7 +173,10 @@ def main():
             lines.append(f"| {name} | {b['eps']} | [{L}, {U}] | (not neumann) | - | {miss_s} |")
             continue
         A = attention(b)
-        I = neu[0]["rows"]
+        I = neu[0].get("rows")
+        if (not isinstance(I, list) or len(set(I)) != len(I)
+                or not all(isinstance(i, int) and 0 <= i < A.shape[0] for i in I)):
+            raise SystemExit(f"tools/gap_table.py: {path}: certificates[neumann].rows: not distinct rows below {A.shape[0]}")
         v0 = value(A, I)
         best = max(((value(A, I + [c]), c) for _, c in bordered_scores(A, I)[: args.adds]), default=(0.0, None))
         lines.append(f"| {name} | {b['eps']} | [{L}, {U}] | {v0 / eps:.3f} x eps | {best[0] / eps:.3f} x eps (row {best[1]}) | {miss_s} |")

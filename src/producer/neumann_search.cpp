@@ -195,16 +195,20 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         }
         std::sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(top),
                   [](const Scored& a, const Scored& b) { return a.v < b.v; });
-        if (scored[0].v < so.admit) {
+        // The best outsider joins I (an add, or a squeeze below).
+        auto join = [&](const char* how) {
             I.push_back(static_cast<std::size_t>(scored[0].c));
             R = std::move(scored[0].R);
             Y = std::move(scored[0].Y);
             v = scored[0].v;
             AI = rows_of(A, I);
             ++st.adds;
-            say("neumann search: row " + std::to_string(scored[0].c) + " joins, " + std::to_string(I.size()) + " rows at " +
-                std::to_string(v));
+            say("neumann search: row " + std::to_string(scored[0].c) + " " + how + ", " + std::to_string(I.size()) +
+                " rows at " + std::to_string(v));
             keep();
+        };
+        if (scored[0].v < so.admit) {
+            join("joins");
             continue;
         }
         // Squeeze: when no swap lowers the value, the adds below `admit`
@@ -215,15 +219,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         // project), and fresh seed 7 L3 H0's 31st 0.991.
         auto squeeze = [&] {
             if (!(scored[0].v < 1 - so.margin) || dl.expired()) return false;
-            I.push_back(static_cast<std::size_t>(scored[0].c));
-            R = std::move(scored[0].R);
-            Y = std::move(scored[0].Y);
-            v = scored[0].v;
-            AI = rows_of(A, I);
-            ++st.adds;
-            say("neumann search: row " + std::to_string(scored[0].c) + " squeezed in, " + std::to_string(I.size()) +
-                " rows at " + std::to_string(v));
-            keep();
+            join("squeezed in");
             return true;
         };
         // Swaps: the rows with the least dual weight out, the best-scored
