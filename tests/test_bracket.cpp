@@ -891,3 +891,52 @@ TEST_CASE("smooth_factor: success is decided in double precision, and the report
     so.iterations = 200;
     CHECK(!smooth_factor(A, Uk, Wk, 1e-3, so));
 }
+
+TEST_CASE("smooth_factor: a failed search hands back its closest miss, and kick_factor starts near it", "[bracket]") {
+    // best_miss receives the iterate whose worst row error is the least the
+    // search reached (the value best_error reports), and only when it beats
+    // what best_miss already holds; kick_factor perturbs it by a few percent,
+    // the same way for the same seed and count.
+    const Mat A = causal_exp_head(48, 3);
+    Mat Uk, Wk;
+    start_factor(A, A, Mat::Identity(48, 48), 4, 0, Uk, Wk);
+    const auto row_error = [&](const Mat& u, const Mat& w) {
+        return (A - u * w.transpose()).cwiseAbs().rowwise().sum().maxCoeff();
+    };
+    FactorCandidate near;
+    near.float_error = INFINITY;
+    double reached = INFINITY;
+    SmoothOptions so;
+    so.iterations = 200;
+    so.best_miss = &near;
+    so.best_error = &reached;
+    CHECK(!smooth_factor(A, Uk, Wk, 1e-3, so));  // rank 4 cannot reach 1e-3
+    REQUIRE(near.U.cols() == 4);
+    REQUIRE(near.W.rows() == 48);
+    CHECK(near.float_error == reached);
+    CHECK(std::abs(row_error(near.U, near.W) - near.float_error) <= 1e-5 * near.float_error);  // single precision
+    CHECK(near.float_error < row_error(Uk, Wk));  // the search moved
+    // A holder with a smaller error is left alone.
+    FactorCandidate better = near;
+    better.float_error = near.float_error / 2;
+    so.best_miss = &better;
+    CHECK(!smooth_factor(A, Uk, Wk, 1e-3, so));
+    CHECK(better.float_error == near.float_error / 2);
+    CHECK((better.U - near.U).norm() == 0);
+    // Kicks: the balanced form of the product plus 2, 4, 6 % noise.
+    Mat B, C;
+    truncate_factor(near.U, near.W, 4, B, C);
+    for (int count : {1, 2, 3}) {
+        Mat U1, W1, U2, W2;
+        kick_factor(near.U, near.W, count, 7, U1, W1);
+        kick_factor(near.U, near.W, count, 7, U2, W2);
+        CHECK((U1 - U2).norm() == 0);
+        CHECK((W1 - W2).norm() == 0);
+        const double rel = (U1 - B).norm() / B.norm();
+        CHECK(rel > 0.01 * count);
+        CHECK(rel < 0.03 * count);
+    }
+    Mat U3, W3;
+    kick_factor(near.U, near.W, 1, 8, U3, W3);
+    CHECK((U3 - B).norm() > 0);
+}

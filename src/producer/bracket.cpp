@@ -216,11 +216,15 @@ struct EpsState {
     std::vector<std::size_t> grow_rejected;  // by residual: the rows the last growth's pass rejected
     std::size_t search_floor = 0;  // ranks at or below it failed the search
     std::vector<std::size_t> searched_from;  // the row set the last row search ended at a local optimum from, unchanged
+    std::vector<std::size_t> grown_from;     // the row set a growth with the LP passes admitted nothing to
     std::uint64_t search_rounds = 0;       // row searches so far (each restarts in another order)
     double svd_rank = 0, seconds = 0;
     // The least worst row error (single precision) any factor search reached
     // at each rank it failed at: how far U - 1 is from eps, for the log.
     std::map<std::size_t, double> miss;
+    // The iterate with that least error at the last rank searched to fail
+    // (near.k), the start of the kicks in phase 3c.
+    FactorCandidate near;
     bool published = false;
     std::string path;
     Report report;
@@ -700,10 +704,22 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                       (variant == 1   ? ", start: singular values on U"
                        : variant == 2 ? ", start: singular values on W"
                        : variant >= 3 ? ", start: Gaussian " + std::to_string(variant - 2)
+                       : variant < 0  ? ", start: the closest miss, kicked (" + std::to_string(-variant) + ")"
                                       : ""));
         Mat Uk, Wk;
-        start_factor(A, st.fU, st.fW, k, variant, Uk, Wk, opt.seed);
         SmoothOptions so;
+        if (st.near.k != k || st.near.U.cols() != static_cast<Eigen::Index>(k)) {
+            st.near = FactorCandidate{};
+            st.near.k = k;
+            st.near.float_error = INFINITY;
+        }
+        if (variant < 0 && st.near.U.cols() == static_cast<Eigen::Index>(k)) {
+            kick_factor(st.near.U, st.near.W, -variant, opt.seed, Uk, Wk);
+            so.first_stage = 2;
+        } else {
+            start_factor(A, st.fU, st.fW, k, std::max(variant, 0), Uk, Wk, opt.seed);
+        }
+        so.best_miss = &st.near;
         so.iterations = iterations;
         so.deadline = dl;
         so.out_of_steps = out_of_steps;
@@ -797,7 +813,16 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || kind_of(st.lower) != "neumann") continue;
             const double share = part * total.left() / static_cast<double>(E - a);
             const auto tg = std::chrono::steady_clock::now();
-            bool grew = smooth_growth(a, share, true);
+            // A growth with the LP passes that admitted nothing from these
+            // rows would only repeat (first 48 tokens of full512 L4 H0, eps
+            // 0.1: 6.4 s in phase 3b and 7.5 s in phase 3d, nothing either
+            // time, and the row search's restarts got the last second).
+            const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
+            bool grew = false;
+            if (st.grown_from != rows) {
+                grew = smooth_growth(a, share, true);
+                if (!grew) st.grown_from = rows;
+            }
             // Then the row-set search (best add, swaps) with what the growth
             // left of the share.  Only here, not in phase 2: there it took
             // the factor search's time (fresh 105-token text, 40 heads, eps
@@ -846,12 +871,24 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         while (st.U > least && !dl.expired() && variant <= last_variant) {
             const std::size_t k = st.U - std::min<std::size_t>(step, st.U - least);
             bool out_of_steps = false;
-            if (try_rank(a, k, iterations, dl, step > 1 ? 0 : variant, &out_of_steps)) {
+            // From the Gaussian starts on, every other start is the closest
+            // miss at this rank so far, kicked (kick_factor), and its search
+            // begins at the third smoothing stage.
+            const bool kick = step == 1 && variant >= 3 && variant % 2 == 0 && st.near.k == k &&
+                              std::isfinite(st.near.float_error);
+            if (try_rank(a, k, iterations, dl, step > 1 ? 0 : kick ? -(variant / 2) : variant, &out_of_steps)) {
                 step *= 2;
                 variant = 0;  // the new winner is the next start
                 continue;
             }
             if (dl.expired()) break;
+            // Far from the target after the splits and six more starts: the
+            // rest of the share goes to the lower end (phase 3d).  On the
+            // first 32 tokens of full512 L4 H0 at eps 0.1 rank 11 stays at
+            // 1.12 x eps from every start, and the row search's restarts,
+            // which reach the 12 rows that close the bracket from some
+            // starts, got 1 s of the 20.
+            if (step == 1 && variant >= 8 && st.near.k == k && st.near.float_error > 1.05 * smooth_target(a)) break;
             if (step > 1) {
                 step = 1;
             } else if (out_of_steps && iterations < opt.smooth_iterations * 729) {

@@ -162,6 +162,20 @@ void start_factor(const Mat& A, const Mat& U, const Mat& W, std::size_t k, int v
         for (Eigen::Index i = 0; i < Wk.rows(); ++i) Wk(i, j) = z(gen);
 }
 
+void kick_factor(const Mat& U, const Mat& W, int count, std::uint64_t seed, Mat& Uk, Mat& Wk) {
+    // Balanced first (the same product), so that one relative size fits both.
+    truncate_factor(U, W, static_cast<std::size_t>(U.cols()), Uk, Wk);
+    const double s = 0.02 * static_cast<double>(1 + (std::max(count, 1) - 1) % 3);
+    std::seed_seq seq{static_cast<std::uint64_t>(count), seed, std::uint64_t{0x6b69636b}};
+    std::mt19937_64 gen(seq);
+    std::normal_distribution<double> z(0.0, 1.0);
+    for (Mat* M : {&Uk, &Wk}) {
+        const double rms = std::sqrt(M->squaredNorm() / static_cast<double>(std::max<Eigen::Index>(M->size(), 1)));
+        for (Eigen::Index j = 0; j < M->cols(); ++j)
+            for (Eigen::Index i = 0; i < M->rows(); ++i) (*M)(i, j) += s * rms * z(gen);
+    }
+}
+
 std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double target, const SmoothOptions& opt) {
     const auto N = A.cols();
     const std::size_t k = static_cast<std::size_t>(U.cols());
@@ -197,11 +211,13 @@ std::optional<FactorCandidate> smooth_factor(const Mat& A, Mat U, Mat W, double 
             best.U = at.U;
             best.W = at.W;
             if (opt.best_error) *opt.best_error = std::min(*opt.best_error, best.float_error);
+            if (opt.best_miss && best.float_error < opt.best_miss->float_error) *opt.best_miss = best;
         }
     };
     // Stages: (tau, mu * N / target).
     static constexpr double stages[][2] = {{8, 1.0}, {30, 0.3}, {100, 0.1}, {300, 0.03}, {1000, 0.01}};
-    for (const auto& st : stages) {
+    for (std::size_t stage = static_cast<std::size_t>(std::clamp(opt.first_stage, 0, 4)); stage < std::size(stages); ++stage) {
+        const auto& st = stages[stage];
         f.tau = st[0];
         f.mu = st[1] * target / static_cast<double>(N);
         double fx = f.value(x);

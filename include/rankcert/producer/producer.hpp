@@ -119,6 +119,12 @@ struct SmoothOptions {
     // When set, lowered to the least worst row error (single precision, an
     // estimate) the search reached, found or not.
     double* best_error = nullptr;
+    // When set, receives the iterate with the least worst row error when that
+    // error is below best_miss->float_error (a near miss to start again from).
+    FactorCandidate* best_miss = nullptr;
+    // The smoothing stage to begin with (0: the smoothest; 2: tau = 100),
+    // for a start that is already near a minimum.
+    int first_stage = 0;
 };
 // A factor of U's rank whose worst row error, in double precision, is <= target
 // (the search itself runs its products in single precision), started from
@@ -135,6 +141,11 @@ void truncate_factor(const Mat& U, const Mat& W, std::size_t k, Mat& Uk, Mat& Wk
 // different local minima, and the Gaussian starts on some heads in lower ones.
 void start_factor(const Mat& A, const Mat& U, const Mat& W, std::size_t k, int variant, Mat& Uk, Mat& Wk,
                   std::uint64_t seed = 0);
+
+// A start near a failed search's closest miss (U, W): its balanced form with
+// Gaussian noise of 2, 4 or 6% (by `count`) of the factors' root mean
+// square entry added to every entry (the phase 3c kicks, bracket.cpp).
+void kick_factor(const Mat& U, const Mat& W, int count, std::uint64_t seed, Mat& Uk, Mat& Wk);
 
 // min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
 Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
@@ -233,6 +244,8 @@ struct SearchOptions {
     int start_steps = 1500;     // PDHG steps on the start set
     int score_steps = 60;       // PDHG steps scoring one outsider (bordered start)
     int refine_steps = 300;     // PDHG steps for the best few outsiders and for each swap
+    int polish_steps = 1000;    // PDHG steps on the set after each add, before its outsiders are scored
+    int squeeze_steps = 1500;   // PDHG steps for each of the best few outsiders before the search gives up on adds
     std::size_t refine_top = 4;  // outsiders refined per round
     std::size_t swap_out = 4;   // rows of I (least dual weight) tried out per round
     std::size_t swap_in = 4;    // best-scored outsiders tried in for each
