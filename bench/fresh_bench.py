@@ -31,6 +31,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUDGET = 0  # seconds per head (--budget), 0: rankcert bracket's default
 MODEL = os.path.join(ROOT, "data/stories260K/stories260K.bin")
 TOKENIZER = os.path.join(ROOT, "data/stories260K/tok512.bin")
 
@@ -120,8 +121,10 @@ def image_heads(out, count, grid, seed0=1):
 
 def bracket(exe, inst, eps, out):
     t = time.time()
-    p = subprocess.run([exe, "bracket", "--instance", inst, "--eps", eps, "--out", out, "--json", "-q", "--log"],
-                       capture_output=True, text=True)
+    cmd = [exe, "bracket", "--instance", inst, "--eps", eps, "--out", out, "--json", "-q", "--log"]
+    if BUDGET:
+        cmd += ["--time-budget", str(BUDGET)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise SystemExit(f"{exe} bracket {inst}: exit {p.returncode}: {p.stderr.strip()[:300]}")
     res = json.loads(p.stdout)["results"]
@@ -151,6 +154,7 @@ def main():
     ap.add_argument("--eps", default="0.1")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--exe", default=os.path.join(ROOT, "build/rankcert"))
+    ap.add_argument("--budget", type=float, default=0, help="seconds per head (--time-budget; 0: the default)")
     ap.add_argument("--images", type=int, default=0, help="also N synthetic image-like bidirectional heads (seeds 1..N)")
     ap.add_argument("--grid", type=int, default=14, help="patch grid of the image-like heads (1 + grid^2 tokens)")
     ap.add_argument("--heads", type=int, default=0, help="only the first N heads of each text (0: all 40)")
@@ -158,6 +162,8 @@ def main():
     ap.add_argument("--csv", help="one line per head and eps here")
     ap.add_argument("--keep", help="keep instances and bundles in this folder (default: a temporary one)")
     a = ap.parse_args()
+    global BUDGET
+    BUDGET = a.budget
     work = a.keep or tempfile.mkdtemp(prefix="fresh-bench-")
     os.makedirs(work, exist_ok=True)
     sets = []
