@@ -242,25 +242,35 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
     }
     std::vector<Eigen::Index> S(support.begin(), support.end());
     const int s = static_cast<int>(S.size());
-    // Columns: R = Rp - Rm and E = I - A_I R = Ep - Em, every part >= 0
-    // (s*m, s*m, m*m, m*m), then delta and rho.  Rows: A_I R + E = I (m*m
-    // equalities), sum_u |E_tu| <= delta (m), sum_u |R_au| <= rho (s).  The
-    // earlier form with free R and E, G >= |.| by two inequality rows each,
-    // had 2 m^2 + 2 s m + m + s rows against m^2 + m + s here.  GLPK's
-    // interior point, the same optima to 1e-5 (2026-12-07, another process
-    // on the second core): 11 rows x 32 keys 0.062 -> 0.015 s, 16 x 48
-    // 0.25 -> 0.06 s (prefixes of full512 L4 H0), 40 x 105 5.0 -> 1.9 s
-    // (fresh seed 12 L2 H7).
+    // Two forms of the same LP.  The interior point gets R and
+    // E = I - A_I R split into non-negative parts (columns Rp, Rm, Ep, Em:
+    // s*m, s*m, m*m, m*m; then delta, rho) with the rows A_I R + E = I
+    // (m*m equalities), sum_u |E_tu| <= delta (m), sum_u |R_au| <= rho (s):
+    // m^2 + m + s rows, against 2 m^2 + 2 s m + m + s in the form with free
+    // R and E, G >= |.| by two inequality rows each.  GLPK's interior point,
+    // the same optima to 1e-5 (2026-12-07, another process on the second
+    // core): 11 rows x 32 keys 0.062 -> 0.015 s, 16 x 48 0.25 -> 0.06 s
+    // (prefixes of full512 L4 H0), 40 x 105 5.0 -> 1.9 s (fresh seed 12
+    // L2 H7).  The dual simplex (the LP growth, top-8 support) keeps the
+    // older form: there the split form let the growth run to 15 rows at
+    // value 0.992 on an image-like head (197 tokens) where it had stopped
+    // at 13 rows (0.886) within its budget, and the smooth growth after it
+    // then reached 28 rows instead of 36 (bench/fresh_bench.py --images 1).
+    const bool split = mode == LpMode::all_keys_interior;
     glp_prob* lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     const int nR = s * m, nE = m * m;
-    glp_add_cols(lp, 2 * nR + 2 * nE + 2);
-    auto colRp = [&](int a, int u) { return 1 + a * m + u; };
+    // split: Rp, Rm, Ep, Em; else R (free), e (>= 0), g (>= 0).
+    const int ncols = split ? 2 * nR + 2 * nE + 2 : nR + nE + nR + 2;
+    glp_add_cols(lp, ncols);
+    auto colR = [&](int a, int u) { return 1 + a * m + u; };  // Rp (split) or R
     auto colRm = [&](int a, int u) { return 1 + nR + a * m + u; };
     auto colEp = [&](int t, int u) { return 1 + 2 * nR + t * m + u; };
     auto colEm = [&](int t, int u) { return 1 + 2 * nR + nE + t * m + u; };
-    const int colDelta = 1 + 2 * nR + 2 * nE, colRho = colDelta + 1;
-    for (int c = 1; c <= colRho; ++c) glp_set_col_bnds(lp, c, GLP_LO, 0, 0);
+    auto colE = [&](int t, int u) { return 1 + nR + t * m + u; };
+    auto colG = [&](int a, int u) { return 1 + nR + nE + a * m + u; };
+    const int colDelta = ncols - 1, colRho = ncols;
+    for (int c = 1; c <= ncols; ++c) glp_set_col_bnds(lp, c, !split && c <= nR ? GLP_FR : GLP_LO, 0, 0);
     glp_set_obj_coef(lp, colDelta, 1.0);
     glp_set_obj_coef(lp, colRho, eps);
     std::vector<int> ia(1), ja(1);
@@ -279,33 +289,63 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
     // Coefficients below this are dropped (they only shift delta by about
     // tiny * ||R||, far inside the margin; the checker uses the exact A).
     const double tiny = 1e-9;
+    // sign * sum_a A_{i_t S_a} R_au
+    auto put_AR = [&](Eigen::Index it, int u, double sign) {
+        for (int a = 0; a < s; ++a) {
+            const double v = A(it, S[static_cast<std::size_t>(a)]);
+            if (v <= tiny) continue;
+            put(colR(a, u), sign * v);
+            if (split) put(colRm(a, u), -sign * v);
+        }
+    };
     for (int t = 0; t < m; ++t) {
         const auto it = static_cast<Eigen::Index>(rows[static_cast<std::size_t>(t)]);
         for (int u = 0; u < m; ++u) {
             const double target = t == u ? 1.0 : 0.0;
-            add_row(GLP_FX, target, target);  // sum_a A_{i_t S_a} R_au + E_tu = target
-            for (int a = 0; a < s; ++a) {
-                const double v = A(it, S[static_cast<std::size_t>(a)]);
-                if (v > tiny) {
-                    put(colRp(a, u), v);
-                    put(colRm(a, u), -v);
-                }
+            if (split) {
+                add_row(GLP_FX, target, target);  // A R + Ep - Em = target
+                put_AR(it, u, 1.0);
+                put(colEp(t, u), 1.0);
+                put(colEm(t, u), -1.0);
+            } else {
+                add_row(GLP_LO, target, 0);  // e + A R >= target
+                put(colE(t, u), 1.0);
+                put_AR(it, u, 1.0);
+                add_row(GLP_LO, -target, 0);  // e - A R >= -target
+                put(colE(t, u), 1.0);
+                put_AR(it, u, -1.0);
             }
-            put(colEp(t, u), 1.0);
-            put(colEm(t, u), -1.0);
         }
-        add_row(GLP_UP, 0, 0);  // sum_u (Ep_tu + Em_tu) - delta <= 0
+        add_row(GLP_UP, 0, 0);  // sum_u |E_tu| - delta <= 0
         for (int u = 0; u < m; ++u) {
-            put(colEp(t, u), 1.0);
-            put(colEm(t, u), 1.0);
+            if (split) {
+                put(colEp(t, u), 1.0);
+                put(colEm(t, u), 1.0);
+            } else {
+                put(colE(t, u), 1.0);
+            }
         }
         put(colDelta, -1.0);
     }
     for (int a = 0; a < s; ++a) {
-        add_row(GLP_UP, 0, 0);  // sum_u (Rp_au + Rm_au) - rho <= 0
+        if (!split) {
+            for (int u = 0; u < m; ++u) {
+                add_row(GLP_LO, 0, 0);  // g - R >= 0
+                put(colG(a, u), 1.0);
+                put(colR(a, u), -1.0);
+                add_row(GLP_LO, 0, 0);  // g + R >= 0
+                put(colG(a, u), 1.0);
+                put(colR(a, u), 1.0);
+            }
+        }
+        add_row(GLP_UP, 0, 0);  // sum_u |R_au| - rho <= 0
         for (int u = 0; u < m; ++u) {
-            put(colRp(a, u), 1.0);
-            put(colRm(a, u), 1.0);
+            if (split) {
+                put(colR(a, u), 1.0);
+                put(colRm(a, u), 1.0);
+            } else {
+                put(colG(a, u), 1.0);
+            }
         }
         put(colRho, -1.0);
     }
@@ -343,7 +383,7 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
         for (int a = 0; a < s; ++a)
             for (int u = 0; u < m; ++u) {
                 const auto prim = [&](int c) { return mode == LpMode::all_keys_interior ? glp_ipt_col_prim(lp, c) : glp_get_col_prim(lp, c); };
-                const double v = prim(colRp(a, u)) - prim(colRm(a, u));
+                const double v = split ? prim(colR(a, u)) - prim(colRm(a, u)) : prim(colR(a, u));
                 if (std::abs(v) > 1e-13) c.r.push_back({static_cast<std::size_t>(S[static_cast<std::size_t>(a)]), static_cast<std::size_t>(u), v});
             }
         c.float_value = neumann_float_value(A, eps, rows, c.r, c.N);
