@@ -940,3 +940,27 @@ TEST_CASE("smooth_factor: a failed search hands back its closest miss, and kick_
     kick_factor(near.U, near.W, 1, 8, U3, W3);
     CHECK((U3 - B).norm() > 0);
 }
+
+TEST_CASE("neumann_lp: the interior point's split form and the simplex's form reach one optimum", "[bracket]") {
+    // With at most eight keys the top-8 support is every key, so the two LP
+    // forms (R and E split into non-negative parts for the interior point,
+    // free R and E with |.| by inequality rows for the dual simplex) are the
+    // same problem: their optima agree (the interior point stops a few
+    // digits short, hence 1e-5), and each reported value is its own R's.
+    // A diffuse head, so that R needs entries of both signs (a sign error
+    // in the split R shows: checked by mutation).  Below value 1 the
+    // optimum is an exact inverse (E = 0: shrinking R by c < 1 costs 1 - c
+    // in delta and saves only c eps rho), so E's split is not exercised.
+    const Mat A = causal_exp_head(8, 20);
+    for (const double eps : {0.02, 0.05, 0.1})
+        for (const std::vector<std::size_t>& rows : {std::vector<std::size_t>{0, 3, 7}, std::vector<std::size_t>{1, 2, 4, 6}}) {
+            LowerOptions lo;
+            auto simplex = neumann_lp(A, eps, rows, lo, LpMode::top8_simplex);
+            auto interior = neumann_lp(A, eps, rows, lo, LpMode::all_keys_interior);
+            REQUIRE(simplex);
+            REQUIRE(interior);
+            INFO("eps " << eps << ": simplex " << simplex->float_value << ", interior point " << interior->float_value);
+            CHECK(std::abs(simplex->float_value - interior->float_value) <= 1e-5);
+            CHECK(interior->float_value == neumann_float_value(A, eps, rows, interior->r, 8));
+        }
+}
