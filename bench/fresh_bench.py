@@ -31,7 +31,6 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUDGET = 0  # seconds per head (--budget), 0: rankcert bracket's default
 MODEL = os.path.join(ROOT, "data/stories260K/stories260K.bin")
 TOKENIZER = os.path.join(ROOT, "data/stories260K/tok512.bin")
 
@@ -119,11 +118,12 @@ def image_heads(out, count, grid, seed0=1):
     return paths
 
 
-def bracket(exe, inst, eps, out):
+def bracket(exe, inst, eps, out, budget=0):
+    """One default (or `budget`-second) rankcert bracket run; (eps, L, U, seconds, log lines) per eps."""
     t = time.time()
     cmd = [exe, "bracket", "--instance", inst, "--eps", eps, "--out", out, "--json", "-q", "--log"]
-    if BUDGET:
-        cmd += ["--time-budget", str(BUDGET)]
+    if budget:
+        cmd += ["--time-budget", str(budget)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise SystemExit(f"{exe} bracket {inst}: exit {p.returncode}: {p.stderr.strip()[:300]}")
@@ -162,8 +162,6 @@ def main():
     ap.add_argument("--csv", help="one line per head and eps here")
     ap.add_argument("--keep", help="keep instances and bundles in this folder (default: a temporary one)")
     a = ap.parse_args()
-    global BUDGET
-    BUDGET = a.budget
     work = a.keep or tempfile.mkdtemp(prefix="fresh-bench-")
     os.makedirs(work, exist_ok=True)
     sets = []
@@ -187,7 +185,7 @@ def main():
             heads = heads[:a.heads]
         t0 = time.time()
         with concurrent.futures.ThreadPoolExecutor(a.jobs) as pool:
-            futs = {h: pool.submit(bracket, a.exe, h, a.eps, os.path.join(work, "out-" + name, os.path.basename(h)[:-5]))
+            futs = {h: pool.submit(bracket, a.exe, h, a.eps, os.path.join(work, "out-" + name, os.path.basename(h)[:-5]), a.budget)
                     for h in heads}
             done = 0
             results = {}

@@ -56,7 +56,7 @@ def attention(bundle):
             return np.load(os.path.join(base, inst[f]["npy"])).astype(np.float64)
         except (KeyError, TypeError, OSError, ValueError) as e:
             raise SystemExit(f"tools/gap_table.py: {bundle['_path']}: instance.{f}: {e}")
-    kind = inst["kind"]
+    kind = inst.get("kind")
     if kind == "matrix":
         return load("matrix")
     if kind == "logits":
@@ -152,10 +152,10 @@ def main():
             b = json.load(open(path))
         except (OSError, ValueError) as e:
             raise SystemExit(f"tools/gap_table.py: {path}: {e}")
+        if not isinstance(b, dict) or "claim" not in b or "certificates" not in b or not isinstance(b.get("instance"), dict):
+            raise SystemExit(f"tools/gap_table.py: {path}: not a rankcert bundle (no claim, certificates or instance)")
         b["_dir"] = os.path.dirname(os.path.abspath(path))
         b["_path"] = path
-        if not isinstance(b, dict) or "claim" not in b or "certificates" not in b:
-            raise SystemExit(f"tools/gap_table.py: {path}: not a rankcert bundle (no claim or certificates)")
         try:
             L, U = int(b["claim"]["lower"]), int(b["claim"]["upper"])
             eps = float(Fraction(str(b["eps"])))

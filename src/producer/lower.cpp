@@ -289,6 +289,15 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
     // Coefficients below this are dropped (they only shift delta by about
     // tiny * ||R||, far inside the margin; the checker uses the exact A).
     const double tiny = 1e-9;
+    // |x| of one entry in a norm row: its two parts (split) or its bound.
+    auto put_abs = [&](int plus, int minus, int bound) {
+        if (split) {
+            put(plus, 1.0);
+            put(minus, 1.0);
+        } else {
+            put(bound, 1.0);
+        }
+    };
     // sign * sum_a A_{i_t S_a} R_au
     auto put_AR = [&](Eigen::Index it, int u, double sign) {
         for (int a = 0; a < s; ++a) {
@@ -317,14 +326,7 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
             }
         }
         add_row(GLP_UP, 0, 0);  // sum_u |E_tu| - delta <= 0
-        for (int u = 0; u < m; ++u) {
-            if (split) {
-                put(colEp(t, u), 1.0);
-                put(colEm(t, u), 1.0);
-            } else {
-                put(colE(t, u), 1.0);
-            }
-        }
+        for (int u = 0; u < m; ++u) put_abs(colEp(t, u), colEm(t, u), colE(t, u));
         put(colDelta, -1.0);
     }
     for (int a = 0; a < s; ++a) {
@@ -339,14 +341,7 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
             }
         }
         add_row(GLP_UP, 0, 0);  // sum_u |R_au| - rho <= 0
-        for (int u = 0; u < m; ++u) {
-            if (split) {
-                put(colR(a, u), 1.0);
-                put(colRm(a, u), 1.0);
-            } else {
-                put(colG(a, u), 1.0);
-            }
-        }
+        for (int u = 0; u < m; ++u) put_abs(colR(a, u), colRm(a, u), colG(a, u));
         put(colRho, -1.0);
     }
     glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
@@ -380,9 +375,9 @@ std::optional<NeumannCandidate> neumann_lp(const Mat& A, double eps, const std::
         c.rows = rows;
         c.N = static_cast<std::size_t>(A.cols());
         c.method = "lp";
+        const auto prim = [&](int col) { return split ? glp_ipt_col_prim(lp, col) : glp_get_col_prim(lp, col); };
         for (int a = 0; a < s; ++a)
             for (int u = 0; u < m; ++u) {
-                const auto prim = [&](int c) { return mode == LpMode::all_keys_interior ? glp_ipt_col_prim(lp, c) : glp_get_col_prim(lp, c); };
                 const double v = split ? prim(colR(a, u)) - prim(colRm(a, u)) : prim(colR(a, u));
                 if (std::abs(v) > 1e-13) c.r.push_back({static_cast<std::size_t>(S[static_cast<std::size_t>(a)]), static_cast<std::size_t>(u), v});
             }
