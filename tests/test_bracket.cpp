@@ -678,6 +678,66 @@ TEST_CASE("neumann_local_search: restarts never lose the first search's set", "[
     }
 }
 
+// A bidirectional image-like head: a CLS token (row and key 0) and a g x g
+// grid of patches, logits -|p_i - p_j|^2 / 2 on the patches plus a sink
+// `sink` on key 0 for every row (bench/fresh_bench.py's image heads without
+// the content term).
+static Mat sink_grid_head(int g, double sink) {
+    const Eigen::Index n = 1 + g * g;
+    Mat A(n, n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+        for (Eigen::Index j = 0; j < n; ++j) {
+            double x = j == 0 ? sink : 0.0;
+            if (i > 0 && j > 0) {
+                const double dr = static_cast<double>((i - 1) / g - (j - 1) / g), dc = static_cast<double>((i - 1) % g - (j - 1) % g);
+                x -= (dr * dr + dc * dc) / 2;
+            }
+            A(i, j) = std::exp(x);
+        }
+        A.row(i) /= A.row(i).sum();
+    }
+    return A;
+}
+
+TEST_CASE("neumann_local_search: above restart_all_rows the restarts alternate single rows and kicks", "[bracket]") {
+    // 26 rows (CLS + 5 x 5, a heavy sink) over restart_all_rows = 8, so the
+    // restarts are a single row, a kick, a single row ..., scored from the
+    // least-norm inverse and refined by PDHG alone.  At eps 0.1 the first
+    // search from {0, 1} ends at 4 rows; among 8 restarts a single row leads
+    // to 5 (measured 2026-12-07; kicks alone stayed at 4 before).  The set
+    // returned is the largest of all runs, its value its own R's, and a
+    // restart from it never gives it up for the restart's own smaller set.
+    const Mat A = sink_grid_head(5, 3.0);
+    REQUIRE(A.rows() == 26);
+    NeumannCandidate start;
+    start.rows = {0, 1};
+    start.N = 26;
+    SearchOptions none;
+    none.restarts = 0;
+    SearchStats s0;
+    auto a = neumann_local_search(A, 0.1, start, none, Deadline{}.within(60), &s0);
+    REQUIRE(a);
+    CHECK(a->rows.size() == 4);
+    SearchOptions some;
+    some.restarts = 8;
+    some.restart_all_rows = 8;
+    SearchStats s1;
+    auto b = neumann_local_search(A, 0.1, start, some, Deadline{}.within(60), &s1);
+    REQUIRE(b);
+    CHECK(s1.restarts == 8);
+    CHECK(b->rows.size() >= 5);
+    CHECK(s1.end_rows == b->rows.size());
+    CHECK(b->float_value < 1 - 1e-6);
+    CHECK(b->float_value == Approx(neumann_float_value(A, 0.1, b->rows, b->r, b->N)).epsilon(1e-15));
+    CHECK(std::is_sorted(b->rows.begin(), b->rows.end()));
+    SearchOptions again = some;
+    again.restarts = 1;
+    again.start_is_local_optimum = true;
+    auto c = neumann_local_search(A, 0.1, *b, again, Deadline{}.within(60));
+    REQUIRE(c);
+    CHECK(c->rows.size() >= b->rows.size());
+}
+
 TEST_CASE("neumann_local_search: a start already at a local optimum goes straight to the restarts", "[bracket]") {
     // A later round of `rankcert bracket` starts from the set the last round
     // ended with; when that search found nothing, repeating it is wasted

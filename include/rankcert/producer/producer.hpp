@@ -247,6 +247,7 @@ struct SearchOptions {
     int polish_steps = 1000;    // PDHG steps on the set after each add, before its outsiders are scored
     int squeeze_steps = 1500;   // PDHG steps for each of the best few outsiders before the search gives up on adds
     std::size_t refine_top = 4;  // outsiders refined per round
+    bool score_least_norm = false;  // score outsiders by the bordered least-norm right inverse (no PDHG steps)
     std::size_t swap_out = 4;   // rows of I (least dual weight) tried out per round
     std::size_t swap_in = 4;    // best-scored outsiders tried in for each
     double admit = 0.99;        // a row joins when its PDHG value is below this
