@@ -14,7 +14,7 @@ committed texts given with --committed are run the same way, side by side.
 With --images N it also brackets N synthetic image-like bidirectional heads
 (a CLS token and a 14 x 14 grid of patches, no mask; see image_heads).
 
-usage: /usr/bin/python3 bench/fresh_bench.py [--seeds 1,2] [--steps 100] [--committed long] [--images N]
+usage: /usr/bin/python3 bench/fresh_bench.py [--seeds 1,2] [--steps 100] [--committed long] [--images N] [--image-seed S]
          [--eps 0.1] [--jobs 2] [--exe build/rankcert] [--markdown FILE] [--csv FILE] [--keep DIR]
 
 Every bundle written is verified by the checker (bracket does that).
@@ -155,7 +155,8 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--exe", default=os.path.join(ROOT, "build/rankcert"))
     ap.add_argument("--budget", type=float, default=0, help="seconds per head (--time-budget; 0: the default)")
-    ap.add_argument("--images", type=int, default=0, help="also N synthetic image-like bidirectional heads (seeds 1..N)")
+    ap.add_argument("--images", type=int, default=0, help="also N synthetic image-like bidirectional heads (seeds S..S+N-1)")
+    ap.add_argument("--image-seed", type=int, default=1, help="S, the first image head's seed (9 with --images 8: the held-out heads of docs/benchmarks.md)")
     ap.add_argument("--grid", type=int, default=14, help="patch grid of the image-like heads (1 + grid^2 tokens)")
     ap.add_argument("--heads", type=int, default=0, help="only the first N heads of each text (0: all 40)")
     ap.add_argument("--markdown", help="write the table here too")
@@ -178,7 +179,7 @@ def main():
     table, lines = [], []
     for label, name, path in sets:
         if path is None:
-            heads, tokens = image_heads(os.path.join(work, "heads-images"), a.images, a.grid), 1 + a.grid * a.grid
+            heads, tokens = image_heads(os.path.join(work, "heads-images"), a.images, a.grid, a.image_seed), 1 + a.grid * a.grid
         else:
             heads, tokens = extract(a.exe, path, os.path.join(work, "heads-" + name), name)
         if a.heads:

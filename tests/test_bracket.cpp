@@ -571,15 +571,18 @@ TEST_CASE("neumann_pdhg approaches the exact all-keys LP optimum and never repor
 TEST_CASE("neumann_local_search: known answers for the row-set search", "[bracket]") {
     const Deadline dl = Deadline{}.within(60);
     // A = I_8 at eps 0.1: every row set has LP value 0.1 (R = I), so from one
-    // row the best-add moves must take all eight.
-    {
+    // row the best-add moves must take all eight, whether the outsiders are
+    // scored by PDHG runs or by the bordered least-norm inverse alone.
+    for (bool least_norm : {false, true}) {
         const Mat A = Mat::Identity(8, 8);
         NeumannCandidate start;
         start.rows = {3};
         start.N = 8;
         start.r = {{3, 0, 1.0}};
         SearchStats ss;
-        auto c = neumann_local_search(A, 0.1, start, SearchOptions{}, dl, &ss);
+        SearchOptions so;
+        so.score_least_norm = least_norm;
+        auto c = neumann_local_search(A, 0.1, start, so, dl, &ss);
         REQUIRE(c);
         CHECK(c->rows == std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7});
         CHECK(c->float_value < 0.1 + 1e-3);

@@ -618,6 +618,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         }
         SearchOptions so;
         so.margin = lopt.margin;
+        so.score_least_norm = !causal;
         so.progress = [&](const std::string& s) { status(a, s); };
         // A later round at the same eps starts where the last one ended; if
         // that search found nothing and the set is unchanged, its first local
@@ -821,7 +822,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || kind_of(st.lower) != "neumann") continue;
             const double share = part * total.left() / static_cast<double>(E - a);
             const auto tg = std::chrono::steady_clock::now();
-            constexpr std::uint64_t search_first_rows = 32;
+            constexpr std::uint64_t search_first_rows = 32;  // (64 measured no better on the 16 image heads)
             // A growth with the LP passes that admitted nothing from these
             // rows is not run again from them (phase 3d after 3b), even when
             // its share, not the rows, ended it: on the first 48 tokens of

@@ -345,7 +345,9 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
     // `restart_all_rows`, every single row is a start, in a seeded shuffled
     // order; above it, the restarts alternate between a single row (the
     // same order) and a kick: the best set so far with a quarter of its
-    // rows (chosen at random) taken out.  Kicks alone stayed where they
+    // rows (chosen at random) taken out.  Once the best set has more than
+    // `single_restart_rows` rows only kicks remain: a single row would need
+    // that many adds to come back (at 512 tokens, 100 to 250).  Kicks alone stayed where they
     // began on the image-like heads of bench/fresh_bench.py (197 tokens,
     // a heavy CLS sink): image5 at eps 0.1 reached 9 rows from the growth's
     // set, 15 from its first single-row restart.
@@ -386,7 +388,8 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
     const bool stopped = st.local_optimum || I.size() == n;
     for (std::size_t k = 0; k < so.restarts && stopped && !(best && best->rows.size() == n) && !dl.expired(); ++k) {
         std::vector<std::size_t> J;
-        if (singles || k % 2 == 0) {  // a single row
+        const bool single = singles || (k % 2 == 0 && (!best || best->rows.size() <= so.single_restart_rows));
+        if (single) {
             const std::size_t s = singles ? k : k / 2;
             if (s >= n) break;
             J = {starts[s]};

@@ -247,7 +247,14 @@ struct SearchOptions {
     int polish_steps = 1000;    // PDHG steps on the set after each add, before its outsiders are scored
     int squeeze_steps = 1500;   // PDHG steps for each of the best few outsiders before the search gives up on adds
     std::size_t refine_top = 4;  // outsiders refined per round
-    bool score_least_norm = false;  // score outsiders by the bordered least-norm right inverse (no PDHG steps)
+    // Score outsiders by the bordered least-norm right inverse alone (no PDHG
+    // steps): about 0.1 s per add instead of 0.5 to 1.5 s at 197 tokens.  On
+    // the image-like heads it also ranked them better (image 12, eps 0.1:
+    // 16 -> 22 rows in the same share); on causal 105-token heads neutral
+    // (fresh seed 19: L -2 in sum over 40 heads).  `rankcert bracket` sets
+    // it where the instance has no causal order; restarts above
+    // restart_all_rows always score this way.
+    bool score_least_norm = false;
     std::size_t swap_out = 4;   // rows of I (least dual weight) tried out per round
     std::size_t swap_in = 4;    // best-scored outsiders tried in for each
     double admit = 0.99;        // a row joins when its PDHG value is below this
@@ -259,7 +266,8 @@ struct SearchOptions {
                                            // took 39 s and left no time for a restart)
     double margin = 1e-6;
     std::size_t restarts = 1000;         // searches after the first local optimum, while time is left
-    std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, kicks
+    std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, single rows and kicks alternate
+    std::size_t single_restart_rows = 64;  // ... single rows only while the best set has at most this many rows
     std::uint64_t seed = 1;             // the restarts' order
     // The start set is a local optimum already (an earlier search from it
     // ended there): go straight to the restarts.
