@@ -834,10 +834,12 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             // rows in index order, which means nothing there; from a small
             // set the row search goes first and the growth gets what it
             // leaves.  Image-like heads (bench/fresh_bench.py --images 8,
-            // eps 0.1, default budget): L 7 -> 9, 8 -> 15 and 11 -> 14 on
-            // the three with a heavy CLS sink.  From a large set (image3,
-            // 114 rows) a round of the search takes seconds and the growth
-            // does better (107 rows with the search first).
+            // eps 0.1, default budget), with the restarts above 64 rows:
+            // L 7 -> 9, 8 -> 14 and 12 -> 14 on the three with a heavy CLS
+            // sink, and on the held-out heads 9 to 16 [4, 9] -> [9, 9] and
+            // 2 -> 8 (docs/benchmarks.md).  From a large set (image3, 114
+            // rows) a round of the search takes seconds and the growth does
+            // better (107 rows with the search first).
             if (!causal && st.L <= search_first_rows) grew = row_search(a, share);
             const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
             if (st.grown_from != rows) {

@@ -15,7 +15,10 @@
 //   * best add: every row c not in I is scored from the bordered right
 //     inverse (the columns R - r (a_c R) and r, with r the part of a_c
 //     orthogonal to the rows of I scaled to a_c r = 1, keep A_I R and make
-//     row c exact) and the current dual point, `score_steps` PDHG steps;
+//     row c exact) and the current dual point, `score_steps` PDHG steps
+//     (or, with `score_least_norm`, bordered from the least-norm inverse and
+//     valued as it stands, no PDHG steps: the first search on heads without
+//     a causal order, and every restart above `restart_all_rows`);
 //     the best few get `refine_steps` more, and the best of those joins I
 //     when its value is below `admit`;
 //   * swap: when no row can join, the rows of I with the least dual weight
@@ -165,12 +168,15 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         for (auto i : I) in[i] = 1;
         // Score every outsider from the bordered start.
         std::vector<Scored> scored;
-        Mat Rs = R;
+        // (score_least_norm: bordered from the least-norm right inverse of
+        // A_I, valued as it stands, without PDHG steps.)
+        Mat Rl;
         if (so.score_least_norm) {
             const Eigen::LDLT<Mat> g(AI * AI.transpose());
-            Mat Rl = AI.transpose() * g.solve(Mat::Identity(AI.rows(), AI.rows()));
-            if (g.info() == Eigen::Success && Rl.allFinite()) Rs = std::move(Rl);
+            Rl = AI.transpose() * g.solve(Mat::Identity(AI.rows(), AI.rows()));
+            if (g.info() != Eigen::Success || !Rl.allFinite()) Rl.resize(0, 0);
         }
+        const Mat& Rs = Rl.cols() == AI.rows() ? Rl : R;
         for (Eigen::Index c = 0; c < n && !dl.expired(); ++c) {
             if (in[static_cast<std::size_t>(c)]) continue;
             Scored s{INFINITY, c, {}, {}};
@@ -345,12 +351,12 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
     // `restart_all_rows`, every single row is a start, in a seeded shuffled
     // order; above it, the restarts alternate between a single row (the
     // same order) and a kick: the best set so far with a quarter of its
-    // rows (chosen at random) taken out.  Once the best set has more than
-    // `single_restart_rows` rows only kicks remain: a single row would need
-    // that many adds to come back (at 512 tokens, 100 to 250).  Kicks alone stayed where they
-    // began on the image-like heads of bench/fresh_bench.py (197 tokens,
-    // a heavy CLS sink): image5 at eps 0.1 reached 9 rows from the growth's
-    // set, 15 from its first single-row restart.
+    // rows (chosen at random) taken out.  Kicks alone stayed where they
+    // began on the image-like heads of bench/fresh_bench.py (197 tokens, a
+    // heavy CLS sink): image5 at eps 0.1 reached 9 rows from the growth's
+    // set, 15 from its first single-row restart.  Once the best set has
+    // more than `single_restart_rows` rows only kicks remain: a single row
+    // would need that many adds to come back (at 512 tokens, 100 to 250).
     std::uint64_t rng = so.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E5ULL;
     auto next = [&rng] {
         rng += 0x9E3779B97F4A7C15ULL;
