@@ -707,7 +707,7 @@ TEST_CASE("neumann_local_search: above restart_all_rows the restarts alternate s
     // restarts are a single row, a kick, a single row ..., scored from the
     // least-norm inverse and refined by PDHG alone.  At eps 0.1 the first
     // search from {0, 1} ends at 4 rows; among 8 restarts a single row leads
-    // to 5 (measured 2026-12-07; kicks alone stayed at 4 before).  The set
+    // to 5 (with the alternation reverted, 8 kicks stay at 4).  The set
     // returned is the largest of all runs, its value its own R's, and a
     // restart from it never gives it up for the restart's own smaller set.
     const Mat A = sink_grid_head(5, 3.0);

@@ -822,13 +822,6 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             if (!(opt.eps[a].approx < row_mass) || st.L >= st.U || kind_of(st.lower) != "neumann") continue;
             const double share = part * total.left() / static_cast<double>(E - a);
             const auto tg = std::chrono::steady_clock::now();
-            constexpr std::uint64_t search_first_rows = 32;  // (64 measured no better on the 16 image heads)
-            // A growth with the LP passes that admitted nothing from these
-            // rows is not run again from them (phase 3d after 3b), even when
-            // its share, not the rows, ended it: on the first 48 tokens of
-            // full512 L4 H0, eps 0.1, it took 6.4 s in phase 3b and 7.5 s in
-            // phase 3d for nothing, and the row search's restarts got the
-            // last second; on 40 fresh 105-token heads the skip was neutral.
             bool grew = false;
             // Without a causal order (encoders, images) the growth admits
             // rows in index order, which means nothing there; from a small
@@ -839,8 +832,16 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             // sink, and on the held-out heads 9 to 16 [4, 9] -> [9, 9] and
             // 2 -> 8 (docs/benchmarks.md).  From a large set (image3, 114
             // rows) a round of the search takes seconds and the growth does
-            // better (107 rows with the search first).
+            // better (107 rows with the search first); 64 rows instead of 32
+            // was no better on the 16 image heads.
+            constexpr std::uint64_t search_first_rows = 32;
             if (!causal && st.L <= search_first_rows) grew = row_search(a, share);
+            // A growth with the LP passes that admitted nothing from these
+            // rows is not run again from them (phase 3d after 3b), even when
+            // its share, not the rows, ended it: on the first 48 tokens of
+            // full512 L4 H0, eps 0.1, it took 6.4 s in phase 3b and 7.5 s in
+            // phase 3d for nothing, and the row search's restarts got the
+            // last second; on 40 fresh 105-token heads the skip was neutral.
             const auto rows = st.lower["rows"].get<std::vector<std::size_t>>();
             if (st.grown_from != rows) {
                 const bool g = smooth_growth(a, share - since(tg), true);
