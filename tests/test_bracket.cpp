@@ -2,6 +2,7 @@
 // and on instances with known answers the bracket closes at the known value.
 #include "helpers.hpp"
 #include "rankcert/producer/bracket.hpp"
+#include "rankcert/producer/linalg.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -739,6 +740,89 @@ TEST_CASE("neumann_local_search: above restart_all_rows the restarts alternate s
     auto c = neumann_local_search(A, 0.1, *b, again, Deadline{}.within(60));
     REQUIRE(c);
     CHECK(c->rows.size() >= b->rows.size());
+}
+
+TEST_CASE("parallel_each: every index once, on any thread count, and errors come back", "[bracket]") {
+    for (unsigned threads : {1u, 2u, 3u, 0u}) {
+        for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{100}}) {
+            std::vector<int> hits(count, 0);
+            parallel_each(count, threads, [&](std::size_t k) { ++hits[k]; });
+            CHECK(std::count(hits.begin(), hits.end(), 1) == static_cast<std::ptrdiff_t>(count));
+        }
+        CHECK_THROWS_WITH(parallel_each(50, threads, [](std::size_t k) { if (k == 17) throw std::runtime_error("row 17"); }),
+                          "row 17");
+    }
+    CHECK(worker_count(3) == 3);
+    CHECK(worker_count(0) >= 1);
+}
+
+TEST_CASE("neumann_local_search: the moves depend on the batch, not on the thread count", "[bracket]") {
+    // Scores, refines, swaps and squeezes run on `threads`; swaps and
+    // squeezes take candidates in batches of `batch`.  With the deadline
+    // far away, one and two threads must make the same moves (the same
+    // number of sets valued, adds and swaps) and end at the same set with
+    // the same R, on a causal head (PDHG scores) and on sink grids
+    // (least-norm scores, greedy starts, swaps).  Batches of 1 and 2 value
+    // 694 and 696 sets on the 5 x 5 grid, so a batch that followed the
+    // thread count would fail here.
+    for (int kind = 0; kind < 3; ++kind) {
+        const Mat A = kind == 0 ? causal_exp_head(24, 2) : sink_grid_head(kind == 1 ? 5 : 6, kind == 1 ? 3.0 : 2.0);
+        NeumannCandidate start;
+        start.rows = {0, 1};
+        start.N = static_cast<std::size_t>(A.cols());
+        std::optional<NeumannCandidate> got[2];
+        SearchStats st[2];
+        for (unsigned t = 1; t <= 2; ++t) {
+            SearchOptions so;
+            so.restarts = 2;
+            so.batch = 2;
+            so.threads = t;
+            so.score_least_norm = kind > 0;
+            so.greedy_starts = kind > 0 ? 3 : 0;
+            got[t - 1] = neumann_local_search(A, 0.1, start, so, Deadline{}.within(120), &st[t - 1]);
+        }
+        REQUIRE(got[0]);
+        REQUIRE(got[1]);
+        CHECK(got[0]->rows == got[1]->rows);
+        CHECK(got[0]->float_value == got[1]->float_value);
+        CHECK(st[0].evaluations == st[1].evaluations);
+        CHECK(st[0].adds == st[1].adds);
+        CHECK(st[0].swaps == st[1].swaps);
+        if (kind > 0) CHECK(st[0].swaps > 0);
+    }
+}
+
+TEST_CASE("neumann_local_search: greedy starts begin the first search from the largest set they reach", "[bracket]") {
+    // On the sink grid the first search from {0, 1} ends at 4 rows (test
+    // above).  Greedy runs from {0, 1} and from single rows, least-norm adds
+    // only, go first; the search goes on from the largest end, so it ends
+    // at least there, and every set it returns is admissible by its own R.
+    const Mat A = sink_grid_head(5, 3.0);
+    NeumannCandidate start;
+    start.rows = {0, 1};
+    start.N = 26;
+    SearchOptions so;
+    so.restarts = 0;
+    so.greedy_starts = 25;
+    so.greedy_share = 1.0;  // every start, whatever the clock says
+    std::vector<std::string> said;
+    so.progress = [&](const std::string& s) { said.push_back(s); };
+    SearchStats st;
+    auto b = neumann_local_search(A, 0.1, start, so, Deadline{}.within(120), &st);
+    REQUIRE(b);
+    std::size_t greedy_best = 0, greedy_runs = 0;
+    for (const auto& s : said) {
+        const auto at = s.find("greedy start ");
+        if (at == std::string::npos) continue;
+        ++greedy_runs;
+        greedy_best = std::max<std::size_t>(greedy_best, std::stoul(s.substr(s.find("reached ") + 8)));
+    }
+    CHECK(greedy_runs == 26);  // the start set and 25 single rows
+    CHECK(greedy_best >= 4);
+    CHECK(b->rows.size() >= greedy_best);
+    CHECK(st.start_rows == greedy_best);
+    CHECK(b->float_value < 1 - 1e-6);
+    CHECK(b->float_value == Approx(neumann_float_value(A, 0.1, b->rows, b->r, b->N)).epsilon(1e-15));
 }
 
 TEST_CASE("neumann_local_search: a start already at a local optimum goes straight to the restarts", "[bracket]") {

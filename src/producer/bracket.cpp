@@ -218,6 +218,7 @@ struct EpsState {
     std::vector<std::size_t> searched_from;  // the row set the last row search ended at a local optimum from, unchanged
     std::vector<std::size_t> grown_from;     // the row set a growth with the LP passes admitted nothing to
     std::uint64_t search_rounds = 0;       // row searches so far (each restarts in another order)
+    bool search_first = false;             // no causal order and a small greedy set: the row search before any growth
     double svd_rank = 0, seconds = 0;
     // The least worst row error (single precision) any factor search reached
     // at each rank it failed at: how far U - 1 is from eps, for the log.
@@ -619,6 +620,13 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         SearchOptions so;
         so.margin = lopt.margin;
         so.score_least_norm = !causal;
+        so.threads = opt.check.threads;
+        // Without a causal order the first search at each eps begins with
+        // greedy runs from several starts (neumann_search.cpp): on image 1
+        // of bench/fresh_bench.py (197 tokens, eps 0.1) the search from
+        // the neumann greedy's 4 rows ends at 37 rows, from single rows at
+        // 37 to 56 (6 s each, 10 starts).
+        if (!causal && st.search_rounds == 0) so.greedy_starts = 8;
         so.progress = [&](const std::string& s) { status(a, s); };
         // A later round at the same eps starts where the last one ended; if
         // that search found nothing and the set is unchanged, its first local
@@ -668,6 +676,18 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         EpsState& st = states[a];
         if (!(eps.approx < row_mass) || st.L >= st.U) continue;
         const std::uint64_t before = st.L;
+        // Without a causal order, from a greedy set of at most 64 rows, the
+        // row search takes the growth's place here: it reaches larger sets
+        // sooner (image 1 of bench/fresh_bench.py, 197 tokens, eps 0.1: 54
+        // rows in 10 s from the greedy's 4, where the LP and smooth growth
+        // end at 37 after 12 s).  From a larger greedy set the growth does
+        // better (image 6: 94 rows; 119 by the growth, 104 to 113 by the
+        // search).
+        constexpr std::uint64_t search_first_rows = 64;
+        st.search_first = !causal && st.L <= search_first_rows;
+        if (st.search_first && kind_of(st.lower) == "neumann" && st.L < st.U) {
+            row_search(a, std::min(phase2_cap[a], total.left() * 0.5 / static_cast<double>(E - a)));
+        } else {
         if (opt.lp && kind_of(st.lower) == "neumann" && st.L <= lopt.lp_max_rows) {
             status(a, "neumann LP growth");
             NeumannCandidate start;
@@ -689,6 +709,7 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             // share, which phase 3 needs on some heads (long L2 H3 at
             // t = 0.5, 20 s for three eps: U 62 -> 79 when the LP ran here).
             smooth_growth(a, std::min(phase2_cap[a], total.left() * 0.5 / static_cast<double>(E - a)), false);
+        }
         }
         if (opt.tail && st.L < st.U && !total.expired()) {
             status(a, "tail");
@@ -824,18 +845,10 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
             const auto tg = std::chrono::steady_clock::now();
             bool grew = false;
             // Without a causal order (encoders, images) the growth admits
-            // rows in index order, which means nothing there; from a small
-            // set the row search goes first and the growth gets what it
-            // leaves.  Image-like heads (bench/fresh_bench.py --images 8,
-            // eps 0.1, default budget), with the restarts above 64 rows:
-            // L 7 -> 9, 8 -> 14 and 12 -> 14 on the three with a heavy CLS
-            // sink, and on the held-out heads 9 to 16 [4, 9] -> [9, 9] and
-            // 2 -> 8 (docs/benchmarks.md).  From a large set (image3, 114
-            // rows) a round of the search takes seconds and the growth does
-            // better (107 rows with the search first); 64 rows instead of 32
-            // was no better on the 16 image heads.
-            constexpr std::uint64_t search_first_rows = 32;
-            if (!causal && st.L <= search_first_rows) grew = row_search(a, share);
+            // rows in index order, which means nothing there: where phase 2
+            // ran the row search, it goes first here too and the growth
+            // gets what it leaves.
+            if (st.search_first) grew = row_search(a, share);
             // A growth with the LP passes that admitted nothing from these
             // rows is not run again from them (phase 3d after 3b), even when
             // its share, not the rows, ended it: on the first 48 tokens of

@@ -4,8 +4,16 @@
 #include <lapacke.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
+
+extern "C" void openblas_set_num_threads(int num_threads);
+extern "C" int openblas_get_num_threads(void);
 
 namespace rankcert::producer {
 
@@ -58,6 +66,47 @@ SymEig sym_eig(const Eigen::MatrixXd& S) {
                                            static_cast<lapack_int>(n), out.values.data());
     if (info != 0) throw std::runtime_error("sym_eig: LAPACK dsyevd did not converge (info " + std::to_string(info) + ")");
     return out;
+}
+
+BlasOnCaller::BlasOnCaller() {
+    if (std::getenv("OPENBLAS_NUM_THREADS") != nullptr) return;
+    before_ = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+}
+
+BlasOnCaller::~BlasOnCaller() {
+    if (before_ > 0) openblas_set_num_threads(before_);
+}
+
+unsigned worker_count(unsigned threads) {
+    return threads ? threads : std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+}
+
+void parallel_each(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& fn) {
+    const auto workers = static_cast<unsigned>(std::min<std::size_t>(worker_count(threads), count));
+    if (workers <= 1) {
+        for (std::size_t k = 0; k < count; ++k) fn(k);
+        return;
+    }
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&] {
+        for (std::size_t k; (k = next.fetch_add(1)) < count;) {
+            try {
+                fn(k);
+            } catch (...) {
+                const std::lock_guard<std::mutex> lock(error_mutex);
+                if (!error) error = std::current_exception();
+                next = count;  // the others stop after their current call
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work);
+    work();
+    for (auto& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
 }
 
 }  // namespace rankcert::producer

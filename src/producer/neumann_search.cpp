@@ -35,6 +35,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace rankcert::producer {
@@ -57,6 +58,19 @@ bool border(const Mat& A, const Mat& Q, const Mat& R, const Mat& Y, Eigen::Index
     Y2 = Mat::Zero(m + 1, m + 1);
     if (Y.rows() == m) Y2.topLeftCorner(m, m) = Y;
     return true;
+}
+
+// eps ||R2||_inf for R2 the right inverse `border` makes from the least-norm
+// one Rl of the rows of Q: the value of R2 without its residual (zero up to
+// rounding), in O(N m) instead of the O(N m^2) of the product A_I R2.
+double least_norm_score(const Mat& A, const Mat& Q, const Mat& Rl, Eigen::Index c, double eps) {
+    const Vec ac = A.row(c).transpose();
+    const Vec r = ac - Q * (Q.transpose() * ac);
+    const double ar = ac.dot(r);
+    if (!(ar > 1e-12 * ac.squaredNorm())) return INFINITY;
+    const Vec rn = r / ar;
+    const Eigen::RowVectorXd g = ac.transpose() * Rl;
+    return eps * ((Rl - rn * g).cwiseAbs().rowwise().sum() + rn.cwiseAbs()).maxCoeff();
 }
 
 // Drop position d from I, R's column d and Y's row and column d.
@@ -104,6 +118,11 @@ NeumannCandidate to_candidate(const Mat& A, double eps, const std::vector<std::s
     return c;
 }
 
+// Whether refine() values m rows by the exact LP (GLPK: one thread).
+bool exact(const Mat& A, std::size_t m, const SearchOptions& so) {
+    return so.exact_size > 0 && static_cast<double>(m) * static_cast<double>(A.cols()) <= so.exact_size;
+}
+
 // The value of rows I by the exact all-keys LP (GLPK interior point) where
 // rows x keys is at most so.exact_size, else by `steps` more PDHG steps
 // from R and Y; R becomes the better of the two.  PDHG's short runs
@@ -111,7 +130,7 @@ NeumannCandidate to_candidate(const Mat& A, double eps, const std::vector<std::s
 // L3 H0 above, 0.986 after its runs against 0.954 exactly.
 double refine(const Mat& A, double eps, const std::vector<std::size_t>& I, Mat& R, Mat& Y, int steps, double enough,
               const SearchOptions& so, const Deadline& dl) {
-    if (so.exact_size > 0 && static_cast<double>(I.size()) * static_cast<double>(A.cols()) <= so.exact_size) {
+    if (exact(A, I.size(), so)) {
         LowerOptions lo;
         lo.margin = so.margin;
         if (auto c = neumann_lp(A, eps, I, lo, LpMode::all_keys_interior)) {
@@ -157,6 +176,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
     auto say = [&](const std::string& s) {
         if (so.progress) so.progress(s);
     };
+    const std::size_t batch = so.batch ? so.batch : worker_count(so.threads);
     struct Scored {
         double v;
         Eigen::Index c;
@@ -177,34 +197,71 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             if (g.info() != Eigen::Success || !Rl.allFinite()) Rl.resize(0, 0);
         }
         const Mat& Rs = Rl.cols() == AI.rows() ? Rl : R;
-        for (Eigen::Index c = 0; c < n && !dl.expired(); ++c) {
-            if (in[static_cast<std::size_t>(c)]) continue;
-            Scored s{INFINITY, c, {}, {}};
-            if (!border(A, Q, Rs, Y, c, s.R, s.Y)) continue;
-            std::vector<std::size_t> I2 = I;
-            I2.push_back(static_cast<std::size_t>(c));
-            s.v = neumann_pdhg(rows_of(A, I2), eps, s.R, so.score_least_norm ? 0 : so.score_steps, so.admit, dl, &s.Y);
-            ++st.evaluations;
-            scored.push_back(std::move(s));
+        for (Eigen::Index c = 0; c < n; ++c)
+            if (!in[static_cast<std::size_t>(c)]) scored.push_back({INFINITY, c, {}, {}});
+        const bool all = so.exact_all_size > 0 && scored.size() <= so.exact_all_outsiders &&
+                         static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_all_size;
+        if (Rl.cols() == AI.rows() && !all) {
+            // Least-norm scores first without the residual's product, and
+            // only the best few valued in full: an add from one row at 40 to
+            // 50 rows of a 197-token image head took 60 ms with every
+            // outsider valued in full.
+            std::vector<double> cheap(scored.size());
+            parallel_each(scored.size(), so.threads, [&](std::size_t k) { cheap[k] = least_norm_score(A, Q, Rl, scored[k].c, eps); });
+            std::vector<std::size_t> order(scored.size());
+            std::iota(order.begin(), order.end(), 0);
+            const std::size_t keep_n = std::min(scored.size(), 2 * std::max({so.refine_top, so.swap_in, batch}));
+            std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep_n), order.end(),
+                              [&](std::size_t x, std::size_t y) { return cheap[x] < cheap[y]; });
+            std::vector<Scored> best_few;
+            for (std::size_t k = 0; k < keep_n; ++k)
+                if (std::isfinite(cheap[order[k]])) best_few.push_back({INFINITY, scored[order[k]].c, {}, {}});
+            scored = std::move(best_few);
         }
+        std::vector<char> ok(scored.size(), 0);
+        parallel_each(scored.size(), so.threads, [&](std::size_t k) {
+            Scored& s = scored[k];
+            if (dl.expired() || !border(A, Q, Rs, Y, s.c, s.R, s.Y)) return;
+            std::vector<std::size_t> I2 = I;
+            I2.push_back(static_cast<std::size_t>(s.c));
+            s.v = neumann_pdhg(rows_of(A, I2), eps, s.R, so.score_least_norm ? 0 : so.score_steps, so.admit, dl, &s.Y);
+            ok[k] = 1;
+        });
+        {
+            std::size_t kept = 0;
+            for (std::size_t k = 0; k < scored.size(); ++k)
+                if (ok[k]) scored[kept++] = std::move(scored[k]);
+            scored.resize(kept);
+        }
+        st.evaluations += scored.size();
         if (dl.expired() || scored.empty()) break;
         std::sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.v < b.v; });
         // Refine the best few; the best refined one joins below `admit`.
         // Where the exact LP is cheap (rows x keys at most exact_all_size,
         // at most exact_all_outsiders outsiders; 32 and 48 tokens) every
-        // outsider is refined by it: the PDHG score of 60 steps misranks
-        // them there.
-        const bool all = so.exact_all_size > 0 && scored.size() <= so.exact_all_outsiders &&
-                         static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_all_size;
+        // outsider is refined by it (`all` above): the PDHG score of 60
+        // steps misranks them there.
         const std::size_t top = all ? scored.size() : std::min(so.refine_top, scored.size());
-        for (std::size_t k = 0; k < top && !dl.expired(); ++k) {
+        // (Sorted: when the best is already admissible it is the best of
+        // all, and none is refined.)
+        const std::size_t refined = !all && scored[0].v < so.admit ? 0 : top;
+        if (refined > 0 && so.score_least_norm && !so.adds_only && so.polish_steps > 0 && Y.rows() != AI.rows()) {
+            // The adds by least-norm scores skipped the polish; the refines
+            // start from its dual point (without it, from zero, the
+            // restarts on the sink grid of test_bracket.cpp stayed at 4
+            // rows where they reach 5).
+            v = std::min(v, neumann_pdhg(AI, eps, R, so.polish_steps, 0.0, dl, &Y));
+            if (Y.rows() == AI.rows())
+                for (std::size_t k = 0; k < refined; ++k) scored[k].Y.topLeftCorner(Y.rows(), Y.cols()) = Y;
+        }
+        parallel_each(refined, exact(A, I.size() + 1, so) ? 1 : so.threads, [&](std::size_t k) {
             Scored& s = scored[k];
-            if (s.v < so.admit && !all) break;  // already admissible: the best of all
+            if (dl.expired()) return;
             std::vector<std::size_t> I2 = I;
             I2.push_back(static_cast<std::size_t>(s.c));
             s.v = std::min(s.v, refine(A, eps, I2, s.R, s.Y, so.refine_steps, so.admit, so, dl));
-            ++st.evaluations;
-        }
+        });
+        st.evaluations += refined;
         std::sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(top),
                   [](const Scored& a, const Scored& b) { return a.v < b.v; });
         // The best outsider joins I (an add, or a squeeze below).
@@ -217,7 +274,13 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             // The refine above stopped as soon as the value passed `admit`,
             // so R is barely admissible, and every outsider of the next
             // round would be scored from it (bordered): polish it first.
-            if (so.polish_steps > 0) v = std::min(v, neumann_pdhg(AI, eps, R, so.polish_steps, 0.0, dl, &Y));
+            // Least-norm scores do not start from R, and the polish was
+            // most of an add's time there (0.3 s of 0.35 at 40 rows of a
+            // 197-token image head): it waits until a round needs refines.
+            if (so.score_least_norm)
+                Y.resize(0, 0);
+            else if (so.polish_steps > 0)
+                v = std::min(v, neumann_pdhg(AI, eps, R, so.polish_steps, 0.0, dl, &Y));
             ++st.adds;
             say("neumann search: row " + std::to_string(scored[0].c) + " " + how + ", " + std::to_string(I.size()) +
                 " rows at " + std::to_string(v));
@@ -227,6 +290,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             join("joins");
             continue;
         }
+        if (so.adds_only) break;
         // Squeeze: when no swap lowers the value, the adds below `admit`
         // are over; the best outsider still joins when its value is below
         // 1 - margin, the last row the set can take.  On the first 48
@@ -237,15 +301,22 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             // The best few get `squeeze_steps` more PDHG steps first: the
             // refine's few hundred from a bordered start overstate the LP
             // value by about a hundredth, the width of the squeeze.
+            // In batches, the first below 1 - margin in a batch joins.
             if (so.squeeze_steps > 0 && !(scored[0].v < 1 - so.margin)) {
-                for (std::size_t k = 0; k < top && k < so.refine_top && !dl.expired(); ++k) {
-                    Scored& s = scored[k];
-                    std::vector<std::size_t> I2 = I;
-                    I2.push_back(static_cast<std::size_t>(s.c));
-                    s.v = std::min(s.v, neumann_pdhg(rows_of(A, I2), eps, s.R, so.squeeze_steps, 1 - 2 * so.margin, dl, &s.Y));
-                    ++st.evaluations;
-                    if (s.v < 1 - so.margin) {
-                        std::swap(scored[0], s);
+                const std::size_t last = std::min(top, so.refine_top);
+                for (std::size_t k = 0; k < last && !dl.expired(); k += batch) {
+                    const std::size_t e = std::min(last, k + batch);
+                    parallel_each(e - k, so.threads, [&](std::size_t u) {
+                        Scored& s = scored[k + u];
+                        std::vector<std::size_t> I2 = I;
+                        I2.push_back(static_cast<std::size_t>(s.c));
+                        s.v = std::min(s.v, neumann_pdhg(rows_of(A, I2), eps, s.R, so.squeeze_steps, 1 - 2 * so.margin, dl, &s.Y));
+                    });
+                    st.evaluations += e - k;
+                    std::size_t u = k;
+                    while (u < e && !(scored[u].v < 1 - so.margin)) ++u;
+                    if (u < e) {
+                        std::swap(scored[0], scored[u]);
                         break;
                     }
                 }
@@ -284,21 +355,34 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             Mat RJ = R, YJ = Y;
             drop(J, RJ, YJ, d);
             const Mat QJ = row_basis(rows_of(A, J));
-            for (std::size_t b = 0; b < std::min(ins, scored.size()) && !dl.expired(); ++b) {
-                Mat R2, Y2;
-                const Eigen::Index c = scored[b].c;
-                if (!border(A, QJ, RJ, YJ, c, R2, Y2)) continue;
-                std::vector<std::size_t> J2 = J;
-                J2.push_back(static_cast<std::size_t>(c));
-                const double v2 = refine(A, eps, J2, R2, Y2, so.refine_steps, 0.0, so, dl);
-                ++st.evaluations;
-                if (v2 < v - so.swap_gain) {
+            const std::size_t tries = std::min(ins, scored.size());
+            for (std::size_t b = 0; b < tries && !moved && !dl.expired(); b += batch) {
+                // A batch of outsiders in at once; the first that lowers
+                // the value enough (in their order) is kept.
+                const std::size_t e = std::min(tries, b + batch);
+                struct Swap {
+                    double v = INFINITY;
+                    Mat R, Y;
+                };
+                std::vector<Swap> sw(e - b);
+                parallel_each(e - b, exact(A, J.size() + 1, so) ? 1 : so.threads, [&](std::size_t u) {
+                    const Eigen::Index c = scored[b + u].c;
+                    if (dl.expired() || !border(A, QJ, RJ, YJ, c, sw[u].R, sw[u].Y)) return;
+                    std::vector<std::size_t> J2 = J;
+                    J2.push_back(static_cast<std::size_t>(c));
+                    sw[u].v = refine(A, eps, J2, sw[u].R, sw[u].Y, so.refine_steps, 0.0, so, dl);
+                });
+                st.evaluations += e - b;
+                for (std::size_t u = 0; u < e - b; ++u) {
+                    if (!(sw[u].v < v - so.swap_gain)) continue;
+                    const Eigen::Index c = scored[b + u].c;
                     say("neumann search: row " + std::to_string(I[static_cast<std::size_t>(d)]) + " out, row " +
-                        std::to_string(c) + " in, " + std::to_string(v) + " -> " + std::to_string(v2));
-                    I = std::move(J2);
-                    R = std::move(R2);
-                    Y = std::move(Y2);
-                    v = v2;
+                        std::to_string(c) + " in, " + std::to_string(v) + " -> " + std::to_string(sw[u].v));
+                    I = J;
+                    I.push_back(static_cast<std::size_t>(c));
+                    R = std::move(sw[u].R);
+                    Y = std::move(sw[u].Y);
+                    v = sw[u].v;
                     AI = rows_of(A, I);
                     ++st.swaps;
                     moved = true;
@@ -309,7 +393,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         }
         if (!moved) {
             if (squeeze()) continue;
-            if (first) st.local_optimum = true;
+            if (first && !dl.expired()) st.local_optimum = true;
             break;
         }
     }
@@ -329,9 +413,52 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
         R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(I.size()));
         for (const auto& e : start.r) R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
     }
+    const std::optional<BlasOnCaller> one_blas_thread = worker_count(so.threads) > 1 ? std::make_optional<BlasOnCaller>() : std::nullopt;
     std::optional<NeumannCandidate> best;
     SearchStats st;
     double v = NAN;
+    std::uint64_t rng = so.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E5ULL;
+    auto next = [&rng] {
+        rng += 0x9E3779B97F4A7C15ULL;
+        std::uint64_t z = rng;
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    };
+    std::vector<std::size_t> starts(n);
+    std::iota(starts.begin(), starts.end(), 0);
+    for (std::size_t i = n; i > 1; --i) std::swap(starts[i - 1], starts[next() % i]);
+    if (so.greedy_starts > 0 && !so.start_is_local_optimum) {
+        // Greedy starts: least-norm adds only, from the start set and from
+        // single rows (the seeded order), within greedy_share of the time;
+        // the largest set any of them reaches (the lowest value among
+        // equals) is where the first search begins.
+        SearchOptions g = so;
+        g.score_least_norm = true;
+        g.adds_only = true;
+        g.exact_size = 0;
+        g.exact_all_size = 0;
+        g.progress = nullptr;
+        const Deadline gdl = dl.within(so.greedy_share * dl.left());
+        std::size_t end_rows = 0;
+        double end_value = INFINITY;
+        std::vector<std::size_t> from;
+        for (std::size_t k = 0; k <= so.greedy_starts && k <= n && !gdl.expired(); ++k) {
+            std::vector<std::size_t> J = k == 0 ? I : std::vector<std::size_t>{starts[k - 1]};
+            const double vj = search_from(A, eps, J, Mat(), g, gdl, st, best, false);
+            if (vj < 1 - so.margin && (J.size() > end_rows || (J.size() == end_rows && vj < end_value))) {
+                end_rows = J.size();
+                end_value = vj;
+                from = J;
+            }
+            if (so.progress)
+                so.progress("neumann search: greedy start " + std::to_string(k) + " reached " + std::to_string(J.size()) + " rows");
+        }
+        if (!from.empty() && from != I) {
+            I = std::move(from);
+            R.resize(0, 0);
+        }
+    }
     if (so.start_is_local_optimum) {
         // An earlier round searched from this set to the end: repeating it
         // (deterministic) would only spend its time again.
@@ -357,17 +484,6 @@ std::optional<NeumannCandidate> neumann_local_search(const Mat& A, double eps, c
     // set, 15 from its first single-row restart.  Once the best set has
     // more than `single_restart_rows` rows only kicks remain: a single row
     // would need that many adds to come back (at 512 tokens, 100 to 250).
-    std::uint64_t rng = so.seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E5ULL;
-    auto next = [&rng] {
-        rng += 0x9E3779B97F4A7C15ULL;
-        std::uint64_t z = rng;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-    };
-    std::vector<std::size_t> starts(n);
-    std::iota(starts.begin(), starts.end(), 0);
-    for (std::size_t i = n; i > 1; --i) std::swap(starts[i - 1], starts[next() % i]);
     const bool singles = n <= so.restart_all_rows;
     if (best) {  // rows outside the best set first: a start inside it tends to lead back to it
         std::vector<char> inb(n, 0);

@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace rankcert::producer {
@@ -36,5 +37,34 @@ struct SymEig {
     Eigen::MatrixXd vectors;
 };
 SymEig sym_eig(const Eigen::MatrixXd& S);
+
+// While one lives, OpenBLAS runs on the calling thread only (unless
+// OPENBLAS_NUM_THREADS is set); the count before is restored after.  Its own
+// threads gain nothing on the row search's products (40 to 200 rows by 197
+// to 512 keys) and spin in sched_yield while they wait: a 40 s `--focus
+// lower` run on a 197-token image head spent 29.5 s of system time on the
+// second core with them and made 1,990 PDHG runs, 2,157 without.  The
+// search uses that core itself (parallel_each).  The factor search's
+// larger products keep them: full512 L4 H0, `--focus upper`, 30 s, U 183
+// with two BLAS threads and 185 with one.
+class BlasOnCaller {
+public:
+    BlasOnCaller();
+    ~BlasOnCaller();
+    BlasOnCaller(const BlasOnCaller&) = delete;
+    BlasOnCaller& operator=(const BlasOnCaller&) = delete;
+
+private:
+    int before_ = 0;
+};
+
+// Workers for `threads` (0: one per core, at most 8).
+unsigned worker_count(unsigned threads);
+
+// fn(k) for every k in [0, count), on min(worker_count(threads), count)
+// threads; the first exception a call throws is rethrown here once all
+// have finished.  fn must not call GLPK (its environment is per thread and
+// would not be freed) and must only write what belongs to its own k.
+void parallel_each(std::size_t count, unsigned threads, const std::function<void(std::size_t)>& fn);
 
 }  // namespace rankcert::producer

@@ -269,6 +269,20 @@ struct SearchOptions {
     std::size_t restart_all_rows = 64;   // up to this many rows every single row is a restart; above, single rows and kicks alternate
     std::size_t single_restart_rows = 64;  // ... single rows only while the best set has at most this many rows
     std::uint64_t seed = 1;             // the restarts' order
+    // Threads for the outsiders' scores, the refines, the swaps and the
+    // squeeze of one round (0: one per core).  Refines by the exact LP
+    // (GLPK) stay on one thread.  Swaps and squeezes try candidates in
+    // batches of `batch` (0: the worker count) in their order, and the first
+    // that passes in a batch wins, so the moves depend on `batch`, never on
+    // `threads`.
+    unsigned threads = 0;
+    std::size_t batch = 0;
+    // Before the first search: greedy runs (least-norm adds only) from the
+    // start set and from this many single rows, within greedy_share of the
+    // time; the first search goes on from the largest set they reach.
+    std::size_t greedy_starts = 0;
+    double greedy_share = 0.4;
+    bool adds_only = false;  // stop when no outsider's score is below `admit` (no refine, swap or squeeze)
     // The start set is a local optimum already (an earlier search from it
     // ended there): go straight to the restarts.
     bool start_is_local_optimum = false;
