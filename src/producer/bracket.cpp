@@ -688,28 +688,28 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
         if (st.search_first && kind_of(st.lower) == "neumann" && st.L < st.U) {
             row_search(a, std::min(phase2_cap[a], total.left() * 0.5 / static_cast<double>(E - a)));
         } else {
-        if (opt.lp && kind_of(st.lower) == "neumann" && st.L <= lopt.lp_max_rows) {
-            status(a, "neumann LP growth");
-            NeumannCandidate start;
-            start.rows = st.lower["rows"].get<std::vector<std::size_t>>();
-            start.N = static_cast<std::size_t>(A.cols());
-            LowerOptions lo = lopt;
-            lo.deadline = total;
-            NeumannCandidate nc = neumann_lp_grow(A, eps.approx, start, lo);
-            if (nc.rows.size() > st.L && !nc.r.empty()) {
-                compact_neumann(A, eps.approx, nc, lo.margin);
-                json cj = neumann_json(nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc.rows.size())));
-                if (offer_lower(a, cj, nc.rows.size(), "neumann")) st.nc = std::move(nc);
+            if (opt.lp && kind_of(st.lower) == "neumann" && st.L <= lopt.lp_max_rows) {
+                status(a, "neumann LP growth");
+                NeumannCandidate start;
+                start.rows = st.lower["rows"].get<std::vector<std::size_t>>();
+                start.N = static_cast<std::size_t>(A.cols());
+                LowerOptions lo = lopt;
+                lo.deadline = total;
+                NeumannCandidate nc = neumann_lp_grow(A, eps.approx, start, lo);
+                if (nc.rows.size() > st.L && !nc.r.empty()) {
+                    compact_neumann(A, eps.approx, nc, lo.margin);
+                    json cj = neumann_json(nc, opt.out_dir, run.fresh(eps_stem, "neumann" + std::to_string(nc.rows.size())));
+                    if (offer_lower(a, cj, nc.rows.size(), "neumann")) st.nc = std::move(nc);
+                }
             }
-        }
-        if (kind_of(st.lower) == "neumann" && st.L < st.U && !total.expired()) {
-            // Half of this eps's share of the time left: R over all keys by
-            // smooth minimax, rows admitted in causal order.
-            // One pass without the LP: its repeated passes take the whole
-            // share, which phase 3 needs on some heads (long L2 H3 at
-            // t = 0.5, 20 s for three eps: U 62 -> 79 when the LP ran here).
-            smooth_growth(a, std::min(phase2_cap[a], total.left() * 0.5 / static_cast<double>(E - a)), false);
-        }
+            if (kind_of(st.lower) == "neumann" && st.L < st.U && !total.expired()) {
+                // Half of this eps's share of the time left: R over all keys by
+                // smooth minimax, rows admitted in causal order.
+                // One pass without the LP: its repeated passes take the whole
+                // share, which phase 3 needs on some heads (long L2 H3 at
+                // t = 0.5, 20 s for three eps: U 62 -> 79 when the LP ran here).
+                smooth_growth(a, std::min(phase2_cap[a], total.left() * 0.5 / static_cast<double>(E - a)), false);
+            }
         }
         if (opt.tail && st.L < st.U && !total.expired()) {
             status(a, "tail");
@@ -862,10 +862,10 @@ std::vector<BracketResult> run_bracket(const json& instance_json, const BracketO
                 grew = g || grew;
             }
             // Then the row-set search (best add, swaps) with what the growth
-            // left of the share.  Only here, not in phase 2: there it took
-            // the factor search's time (fresh 105-token text, 40 heads, eps
-            // 0.1, default budget: L +31 but U +19 over the 40 heads; here
-            // L +18, U unchanged; docs/producer.md).
+            // left of the share.  On causal heads only here, not in phase
+            // 2: there it took the factor search's time (fresh 105-token
+            // text, 40 heads, eps 0.1, default budget: L +31 but U +19 over
+            // the 40 heads; here L +18, U unchanged; docs/producer.md).
             grew = row_search(a, share - since(tg)) || grew;
             if (grew) run.publish(opt.eps[a], st);
             st.seconds += since(t0);
