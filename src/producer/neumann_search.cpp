@@ -25,6 +25,10 @@
 //     (sum of |Y| in their row and column of the dual point) are replaced,
 //     one at a time, by the best-scored outsiders; a swap that lowers V by
 //     at least `swap_gain` is kept and adds are tried again.
+// With `greedy_starts` the first search begins from the largest set that
+// greedy runs (least-norm adds only) from the start set and from single
+// rows reach.  A round's scores, refines, swaps and squeezes run on
+// `threads` threads (parallel_each, OpenBLAS on the calling thread).
 // It stops at the deadline or when no add and no swap helps.  Every value
 // is that of an actual iterate R (recomputed), so it can only overstate the
 // LP optimum; the set returned is the largest whose float value is below
