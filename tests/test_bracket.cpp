@@ -742,6 +742,20 @@ TEST_CASE("neumann_local_search: above restart_all_rows the restarts alternate s
     CHECK(c->rows.size() >= b->rows.size());
 }
 
+TEST_CASE("Deadline::within a fraction of an unbounded deadline stays unbounded", "[bracket]") {
+    // The row search's greedy share is greedy_share * dl.left(); unbounded,
+    // left() is 1e300, which as clock ticks would overflow.
+    const Deadline open;
+    for (double f : {0.4, 0.5, 1e-200}) {
+        const Deadline d = open.within(f * open.left());
+        CHECK_FALSE(d.expired());
+        CHECK(d.left() > 1e6);
+    }
+    const Deadline soon = open.within(5);
+    CHECK(soon.left() <= 5);
+    CHECK(soon.left() > 0);
+}
+
 TEST_CASE("parallel_each: every index once, on any thread count, and errors come back", "[bracket]") {
     for (unsigned threads : {1u, 2u, 3u, 0u}) {
         for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{100}}) {

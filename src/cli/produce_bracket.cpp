@@ -186,7 +186,7 @@ int bracket_main(int argc, char** argv) {
                                      "lower bounds, or to the factor search")
         ->check(CLI::IsMember({"both", "lower", "upper"}));
     app.add_option("--max-prec", max_prec, "Highest checker precision in bits")->check(CLI::Range(64, 1 << 16));
-    app.add_option("--threads", threads, "Threads of the checker and of the row search (default: one per core)");
+    app.add_option("--threads", threads, "Threads of the checker and of the row search (default: one per core)")->check(CLI::Range(0, 64));
     app.add_option("--seed", seed, "Seed of the Gaussian starts of the late factor search (default 0; the same seed "
                                    "repeats the same starts, another tries new ones)");
     return run_command(app, argc, argv, "rankcert bracket", [&]() -> int {

@@ -207,9 +207,9 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
                          static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_all_size;
         if (Rl.cols() == AI.rows() && !all) {
             // Least-norm scores first without the residual's product, and
-            // only the best few valued in full: an add from one row at 40 to
-            // 50 rows of a 197-token image head took 60 ms with every
-            // outsider valued in full.
+            // only the best few valued in full (O(N m) per outsider instead
+            // of O(N m^2); on image 1 the refines were most of an add's
+            // time, so this was within the noise there).
             std::vector<double> cheap(scored.size());
             parallel_each(scored.size(), so.threads, [&](std::size_t k) { cheap[k] = least_norm_score(A, Q, Rl, scored[k].c, eps); });
             std::vector<std::size_t> order(scored.size());

@@ -37,10 +37,12 @@ struct Deadline {
         if (end == Clock::time_point::max()) return 1e300;
         return std::max(0.0, std::chrono::duration<double>(end - Clock::now()).count());
     }
-    // The sooner of this deadline and `seconds` from now.
+    // The sooner of this deadline and `seconds` from now.  More than a year
+    // counts as unbounded: a fraction of an unbounded deadline's left()
+    // (1e300) would overflow the clock's integer ticks.
     Deadline within(double seconds) const {
         Deadline d = *this;
-        if (seconds < left()) d.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+        if (seconds < left() && seconds < 3.2e7) d.end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
         return d;
     }
 };
