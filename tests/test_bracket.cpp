@@ -649,6 +649,60 @@ TEST_CASE("neumann_local_search: the squeeze admits rows between admit and 1 - m
     CHECK(!neumann_local_search(A, 0.9999995, start, none, Deadline{}.within(60)));
 }
 
+TEST_CASE("neumann_lp: the value is flat at 1 above it, and eps / s recovers eps rho* there", "[bracket]") {
+    // A square: the only exact right inverse is A^-1, whose largest row l1
+    // norm is rho* = 1.1 / 0.7.  V_eps = min(1, eps rho*) (R = 0 gives 1),
+    // so at eps 0.7 (eps rho* = 1.1) the LP says 1 whatever rho* is, while
+    // s V_{eps/s} = eps rho* as long as that is below s: the search values
+    // outsiders this way (SearchOptions::value_scale).
+    Mat A(2, 2);
+    A << 0.9, 0.1, 0.2, 0.8;
+    const double rho = 1.1 / 0.7;
+    const std::vector<std::size_t> rows{0, 1};
+    LowerOptions lo;
+    auto at = [&](double eps) {
+        auto c = neumann_lp(A, eps, rows, lo, LpMode::all_keys_interior);
+        REQUIRE(c);
+        return c->float_value;
+    };
+    CHECK(at(0.5) == Approx(0.5 * rho).epsilon(1e-6));
+    CHECK(at(0.7) == Approx(1.0).epsilon(1e-6));
+    CHECK(at(0.75) == Approx(1.0).epsilon(1e-6));
+    CHECK(1.25 * at(0.7 / 1.25) == Approx(0.7 * rho).epsilon(1e-6));
+    CHECK(1.25 * at(0.75 / 1.25) == Approx(0.75 * rho).epsilon(1e-6));
+    CHECK(1.25 * at(0.5 / 1.25) == Approx(at(0.5)).epsilon(1e-6));
+}
+
+TEST_CASE("neumann_local_search: the exact squeeze admits a row that PDHG leaves above 1", "[bracket]") {
+    // No PDHG steps anywhere: every value is that of the bordered start,
+    // which overstates the LP optimum, so without the exact squeeze the
+    // search stops early; with it (the exact LP for the closest outsiders)
+    // it goes on (20 rows against 17 here).  The set it returns still has
+    // a float value below 1.
+    const Mat A = causal_exp_head(40, 10);
+    NeumannCandidate start;
+    start.rows = {39};
+    start.N = 40;
+    SearchOptions so;
+    so.start_steps = so.score_steps = so.refine_steps = so.polish_steps = so.squeeze_steps = 0;
+    so.exact_size = so.exact_all_size = 0;
+    so.restarts = 0;
+    so.threads = 1;
+    so.exact_squeeze_below = INFINITY;
+    SearchOptions off = so;
+    off.exact_squeeze_size = 0;
+    so.exact_squeeze_size = 1e9;
+    SearchStats s_on, s_off;
+    auto with = neumann_local_search(A, 0.1, start, so, Deadline{}.within(60), &s_on);
+    auto without = neumann_local_search(A, 0.1, start, off, Deadline{}.within(60), &s_off);
+    REQUIRE(with);
+    REQUIRE(without);
+    INFO("with " << with->rows.size() << " rows, without " << without->rows.size());
+    CHECK(with->rows.size() > without->rows.size());
+    CHECK(with->float_value < 1 - so.margin);
+    CHECK(with->float_value == Approx(neumann_float_value(A, 0.1, with->rows, with->r, with->N)).epsilon(1e-15));
+}
+
 TEST_CASE("neumann_local_search: restarts never lose the first search's set", "[bracket]") {
     // After the first local optimum the search restarts (from single rows
     // where n <= restart_all_rows, else from the best set with a quarter of
