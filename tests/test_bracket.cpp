@@ -653,8 +653,8 @@ TEST_CASE("neumann_lp: the value is flat at 1 above it, and eps / s recovers eps
     // A square: the only exact right inverse is A^-1, whose largest row l1
     // norm is rho* = 1.1 / 0.7.  V_eps = min(1, eps rho*) (R = 0 gives 1),
     // so at eps 0.7 (eps rho* = 1.1) the LP says 1 whatever rho* is, while
-    // s V_{eps/s} = eps rho* as long as that is below s: the search values
-    // outsiders this way (SearchOptions::value_scale).
+    // s V_{eps/s} = eps rho* as long as that is below s (docs/producer.md,
+    // "values above 1": why the search cannot rank outsiders above 1).
     Mat A(2, 2);
     A << 0.9, 0.1, 0.2, 0.8;
     const double rho = 1.1 / 0.7;

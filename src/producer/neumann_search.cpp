@@ -181,10 +181,6 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         if (so.progress) so.progress(s);
     };
     const std::size_t batch = so.batch ? so.batch : worker_count(so.threads);
-    // Outsiders, swaps and squeezes are valued at eps / sc and the values
-    // multiplied by sc: the same below 1, not flat above it (SearchOptions).
-    const double sc = so.value_scale;
-    const double es = eps / sc;
     struct Scored {
         double v;
         Eigen::Index c;
@@ -232,7 +228,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             if (dl.expired() || !border(A, Q, Rs, Y, s.c, s.R, s.Y)) return;
             std::vector<std::size_t> I2 = I;
             I2.push_back(static_cast<std::size_t>(s.c));
-            s.v = sc * neumann_pdhg(rows_of(A, I2), es, s.R, so.score_least_norm ? 0 : so.score_steps, so.admit / sc, dl, &s.Y);
+            s.v = neumann_pdhg(rows_of(A, I2), eps, s.R, so.score_least_norm ? 0 : so.score_steps, so.admit, dl, &s.Y);
             ok[k] = 1;
         });
         {
@@ -267,7 +263,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
             if (dl.expired()) return;
             std::vector<std::size_t> I2 = I;
             I2.push_back(static_cast<std::size_t>(s.c));
-            s.v = std::min(s.v, sc * refine(A, es, I2, s.R, s.Y, so.refine_steps, so.admit / sc, so, dl));
+            s.v = std::min(s.v, refine(A, eps, I2, s.R, s.Y, so.refine_steps, so.admit, so, dl));
         });
         st.evaluations += refined;
         std::sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(top),
@@ -318,7 +314,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
                         Scored& s = scored[k + u];
                         std::vector<std::size_t> I2 = I;
                         I2.push_back(static_cast<std::size_t>(s.c));
-                        s.v = std::min(s.v, sc * neumann_pdhg(rows_of(A, I2), es, s.R, so.squeeze_steps, (1 - 2 * so.margin) / sc, dl, &s.Y));
+                        s.v = std::min(s.v, neumann_pdhg(rows_of(A, I2), eps, s.R, so.squeeze_steps, 1 - 2 * so.margin, dl, &s.Y));
                     });
                     st.evaluations += e - k;
                     std::size_t u = k;
@@ -412,7 +408,7 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
                     if (dl.expired() || !border(A, QJ, RJ, YJ, c, sw[u].R, sw[u].Y)) return;
                     std::vector<std::size_t> J2 = J;
                     J2.push_back(static_cast<std::size_t>(c));
-                    sw[u].v = sc * refine(A, es, J2, sw[u].R, sw[u].Y, so.refine_steps, 0.0, so, dl);
+                    sw[u].v = refine(A, eps, J2, sw[u].R, sw[u].Y, so.refine_steps, 0.0, so, dl);
                 });
                 st.evaluations += e - b;
                 for (std::size_t u = 0; u < e - b; ++u) {

@@ -261,12 +261,6 @@ struct SearchOptions {
     std::size_t swap_in = 4;    // best-scored outsiders tried in for each
     double admit = 0.99;        // a row joins when its PDHG value is below this
     double swap_gain = 2e-3;    // a swap is kept when it lowers the value by this much
-    // Outsiders, swaps and squeezes are valued at eps / value_scale, the
-    // values multiplied by it.  V_eps(J) = min(1, eps rho*(J)) with rho*(J)
-    // the least norm of an exact right inverse, so V is flat above 1 and
-    // says nothing about which row comes closest; the scaled value equals
-    // min(value_scale, eps rho*(J)).  1: valued at eps.
-    double value_scale = 1.25;  // ... trying the rows with the most dual weight out first
     double exact_size = 2500;   // refine by the exact LP (GLPK interior point) where rows x keys is at most this, else PDHG
     // When the squeeze leaves the best outsiders below `exact_squeeze_below`
     // but above 1, the best `exact_squeeze_top` get the exact LP where rows x
