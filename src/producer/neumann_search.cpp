@@ -302,61 +302,86 @@ double search_from(const Mat& A, double eps, std::vector<std::size_t>& I, Mat R,
         // known has the exact LP value 0.9990 (scipy HiGHS, outside the
         // project), and fresh seed 7 L3 H0's 31st 0.991.
         auto squeeze = [&] {
-            // The best few get `squeeze_steps` more PDHG steps first: the
-            // refine's few hundred from a bordered start overstate the LP
-            // value by about a hundredth, the width of the squeeze.
-            // In batches, the first below 1 - margin in a batch joins.
-            if (so.squeeze_steps > 0 && !(scored[0].v < 1 - so.margin)) {
-                const std::size_t last = std::min(top, so.refine_top);
-                for (std::size_t k = 0; k < last && !dl.expired(); k += batch) {
+            // Above 1 the LP value is flat (R = 0 gives 1: V = min(1, eps
+            // rho*), rho* the least norm of an exact right inverse), so the
+            // refines' values do not say which outsider comes closest.  The
+            // squeeze ranks them at eps / sc instead, where the value is
+            // min(1, eps rho* / sc), times sc (`squeeze_scale`), and gives the
+            // best few `squeeze_steps` more PDHG steps there; the refine's few
+            // hundred from a bordered start overstate the LP value by about a
+            // hundredth, the width of the squeeze.  An outsider joins when
+            // its R's value at eps is below 1 - margin (in batches, the first
+            // that passes in a batch).
+            if (!(scored[0].v < 1 - so.margin)) {
+                const double sc = so.squeeze_scale, es = eps / sc;
+                std::vector<double> rank(scored.size(), INFINITY);
+                std::vector<Mat> RR(scored.size()), YY(scored.size());
+                parallel_each(scored.size(), so.threads, [&](std::size_t k) {
+                    if (dl.expired()) return;
+                    std::vector<std::size_t> I2 = I;
+                    I2.push_back(static_cast<std::size_t>(scored[k].c));
+                    RR[k] = scored[k].R;
+                    YY[k] = scored[k].Y;
+                    rank[k] = sc * neumann_pdhg(rows_of(A, I2), es, RR[k], so.score_steps, 0.0, dl, &YY[k]);
+                });
+                st.evaluations += scored.size();
+                std::vector<std::size_t> order(scored.size());
+                std::iota(order.begin(), order.end(), 0);
+                std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return rank[x] < rank[y]; });
+                const std::size_t last = std::min(order.size(), so.refine_top);
+                std::size_t won = order.size();
+                for (std::size_t k = 0; k < last && won == order.size() && !dl.expired(); k += batch) {
                     const std::size_t e = std::min(last, k + batch);
+                    std::vector<double> ve(e - k, INFINITY);
                     parallel_each(e - k, so.threads, [&](std::size_t u) {
-                        Scored& s = scored[k + u];
+                        const std::size_t i = order[k + u];
                         std::vector<std::size_t> I2 = I;
-                        I2.push_back(static_cast<std::size_t>(s.c));
-                        s.v = std::min(s.v, neumann_pdhg(rows_of(A, I2), eps, s.R, so.squeeze_steps, 1 - 2 * so.margin, dl, &s.Y));
+                        I2.push_back(static_cast<std::size_t>(scored[i].c));
+                        const Mat A2 = rows_of(A, I2);
+                        rank[i] = std::min(rank[i], sc * neumann_pdhg(A2, es, RR[i], so.squeeze_steps, (1 - 2 * so.margin) / sc, dl, &YY[i]));
+                        ve[u] = neumann_pdhg(A2, eps, RR[i], 0, 0.0, dl);
                     });
                     st.evaluations += e - k;
-                    std::size_t u = k;
-                    while (u < e && !(scored[u].v < 1 - so.margin)) ++u;
-                    if (u < e) {
-                        std::swap(scored[0], scored[u]);
+                    for (std::size_t u = 0; u < e - k && won == order.size(); ++u)
+                        if (ve[u] < 1 - so.margin) {
+                            won = order[k + u];
+                            scored[won].R = std::move(RR[won]);
+                            scored[won].Y.resize(0, 0);
+                            scored[won].v = ve[u];
+                        }
+                }
+                if (won < order.size()) {
+                    std::swap(scored[0], scored[won]);
+                } else if (!exact(A, I.size() + 1, so) &&
+                           static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_squeeze_size) {
+                    // PDHG's runs overstate the LP optimum by a few
+                    // thousandths (fresh seed 21 L2 H6, 105 tokens, eps 0.1:
+                    // 29 rows and row 47 at 1.0021 after the squeeze, 0.9956 by
+                    // the exact LP; scipy HiGHS agrees), so the closest few
+                    // below exact_squeeze_below get the exact LP where it is
+                    // affordable.  GLPK's interior point has no time limit; it
+                    // took 0.4 / 1.8 / 4.5 s at 30 / 50 / 70 rows of a
+                    // 105-key causal head here, so it runs only with twice
+                    // that estimate left.
+                    const double cells = static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) / 5250;
+                    const double estimate = 1.8 * cells * cells;
+                    LowerOptions lo;
+                    lo.margin = so.margin;
+                    for (std::size_t k = 0; k < std::min(last, so.exact_squeeze_top) && dl.left() > 2 * estimate; ++k) {
+                        Scored& s = scored[order[k]];
+                        if (!(rank[order[k]] < so.exact_squeeze_below)) break;
+                        std::vector<std::size_t> I2 = I;
+                        I2.push_back(static_cast<std::size_t>(s.c));
+                        ++st.evaluations;
+                        auto c = neumann_lp(A, eps, I2, lo, LpMode::all_keys_interior);
+                        if (!c || !(c->float_value < 1 - so.margin)) continue;
+                        s.R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(I2.size()));
+                        for (const auto& e : c->r) s.R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+                        s.Y.resize(0, 0);
+                        s.v = c->float_value;
+                        std::swap(scored[0], s);
                         break;
                     }
-                }
-            }
-            // PDHG's runs overstate the LP optimum by a few thousandths (fresh
-            // seed 21 L2 H6, 105 tokens, eps 0.1: 29 rows and row 47 at 1.0021
-            // after the squeeze, 0.9956 by the exact LP; scipy HiGHS outside
-            // the project agrees), so the closest few just above 1 get the
-            // exact LP where it is affordable.
-            if (!(scored[0].v < 1 - so.margin) && !dl.expired() && !exact(A, I.size() + 1, so) &&
-                static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) <= so.exact_squeeze_size) {
-                const std::size_t last = std::min(top, so.refine_top);
-                std::vector<std::size_t> order(last);
-                std::iota(order.begin(), order.end(), 0);
-                std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return scored[x].v < scored[y].v; });
-                LowerOptions lo;
-                lo.margin = so.margin;
-                // GLPK's interior point has no time limit; it took 0.4 / 1.8 /
-                // 4.5 s at 30 / 50 / 70 rows of a 105-key causal head here,
-                // so it runs only with twice that estimate left.
-                const double cells = static_cast<double>(I.size() + 1) * static_cast<double>(A.cols()) / 5250;
-                const double estimate = 1.8 * cells * cells;
-                for (std::size_t k = 0; k < std::min(last, so.exact_squeeze_top) && dl.left() > 2 * estimate; ++k) {
-                    Scored& s = scored[order[k]];
-                    if (!(s.v < so.exact_squeeze_below)) break;
-                    std::vector<std::size_t> I2 = I;
-                    I2.push_back(static_cast<std::size_t>(s.c));
-                    ++st.evaluations;
-                    auto c = neumann_lp(A, eps, I2, lo, LpMode::all_keys_interior);
-                    if (!c || !(c->float_value < 1 - so.margin)) continue;
-                    s.R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(I2.size()));
-                    for (const auto& e : c->r) s.R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
-                    s.Y.resize(0, 0);
-                    s.v = c->float_value;
-                    std::swap(scored[0], s);
-                    break;
                 }
             }
             if (!(scored[0].v < 1 - so.margin) || dl.expired()) return false;

@@ -266,6 +266,7 @@ struct SearchOptions {
     // but above 1, the best `exact_squeeze_top` get the exact LP where rows x
     // keys is at most `exact_squeeze_size` (0: never).
     double exact_squeeze_size = 5000;
+    double squeeze_scale = 1.25;  // the squeeze ranks outsiders at eps / this (values above 1 are flat at eps)
     double exact_squeeze_below = 1.03;
     std::size_t exact_squeeze_top = 2;
     double exact_all_size = 2500;  // refine every outsider (not only the best few) where rows x keys is at most this
