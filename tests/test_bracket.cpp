@@ -676,8 +676,8 @@ TEST_CASE("neumann_lp: the value is flat at 1 above it, and eps / s recovers eps
 TEST_CASE("neumann_local_search: the exact squeeze admits a row that PDHG leaves above 1", "[bracket]") {
     // No PDHG steps anywhere: every value is that of the bordered start,
     // which overstates the LP optimum, so without the exact squeeze the
-    // search stops early; with it (the exact LP for the closest outsiders)
-    // it goes on (20 rows against 17 here).  The set it returns still has
+    // search stops early; with it (the exact LP for the closest outsiders
+    // by the squeeze's ranking) it goes on.  The set it returns still has
     // a float value below 1.
     const Mat A = causal_exp_head(40, 10);
     NeumannCandidate start;
