@@ -265,8 +265,8 @@ int audit_main(int argc, char** argv) {
                         // two cores each worker's BLAS threads spun in
                         // sched_yield against the other worker.  Survey of
                         // the 40 heads of fresh seed 21 at eps 0.1, 4 s,
-                        // --jobs 2: 41.5 s of system time against 3.5 s, and
-                        // L +56, U -10 in sum, one more bracket closed.
+                        // --jobs 2: 41.5 s of system time against 3.8 s, and
+                        // L +51, U -4 in sum, one more bracket closed.
                         const producer::BlasOnCaller one_blas_thread;
                         for (std::size_t k; (k = next->fetch_add(1)) < todo.size() && !g_interrupted.load();) decide(todo[k]);
                     } catch (const std::exception& e) {
