@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <random>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -701,6 +702,77 @@ TEST_CASE("neumann_local_search: the exact squeeze admits a row that PDHG leaves
     CHECK(with->rows.size() > without->rows.size());
     CHECK(with->float_value < 1 - so.margin);
     CHECK(with->float_value == Approx(neumann_float_value(A, 0.1, with->rows, with->r, with->N)).epsilon(1e-15));
+}
+
+TEST_CASE("neumann_local_search: exact_adds is the best-add greedy on the exact LP value", "[bracket]") {
+    // A bidirectional softmax head (seeded Gaussian queries and keys, 24 x 24,
+    // d = 4).  With every outsider refined (refine_top = n) and adds only,
+    // the rows must join in the order an exact greedy computed here picks
+    // them: at each step the outsider of least exact all-keys LP value,
+    // while that is below `admit`.  Without exact_adds the search takes the
+    // first admissible by its least-norm score instead, which here is
+    // another order (checked below, so the test can tell them apart).
+    const Eigen::Index n = 24;
+    std::mt19937_64 gen(11);
+    std::normal_distribution<double> g(0.0, 1.0);
+    Mat q(n, 4), k(n, 4);
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (int d = 0; d < 4; ++d) {
+            q(i, d) = g(gen);
+            k(i, d) = g(gen);
+        }
+    Mat A = 1.5 * q * k.transpose();
+    for (Eigen::Index i = 0; i < n; ++i) {
+        A.row(i) = (A.row(i).array() - A.row(i).maxCoeff()).exp().matrix();
+        A.row(i) /= A.row(i).sum();
+    }
+    const double eps = 0.1;
+    SearchOptions so;
+    so.score_least_norm = true;
+    so.exact_adds = true;
+    so.adds_only = true;
+    so.refine_top = static_cast<std::size_t>(n);
+    so.exact_all_size = 0;  // (else every outsider is valued exactly anyway, as in a first search on small sets)
+    so.restarts = 0;
+    so.threads = 1;
+    auto joined = [&](const SearchOptions& o) {
+        std::vector<std::size_t> order;
+        SearchOptions p = o;
+        p.progress = [&](const std::string& m) {
+            if (m.find(" joins") != std::string::npos) order.push_back(std::stoul(m.substr(m.find("row ") + 4)));
+        };
+        NeumannCandidate start;
+        start.rows = {0};
+        start.N = static_cast<std::size_t>(n);
+        neumann_local_search(A, eps, start, p, Deadline{}.within(120));
+        return order;
+    };
+    std::vector<std::size_t> I = {0}, greedy;
+    LowerOptions lo;
+    lo.margin = so.margin;
+    for (;;) {
+        double best = INFINITY;
+        std::size_t pick = 0;
+        for (std::size_t c = 0; c < static_cast<std::size_t>(n); ++c) {
+            if (std::count(I.begin(), I.end(), c)) continue;
+            std::vector<std::size_t> J = I;
+            J.push_back(c);
+            const auto lp = neumann_lp(A, eps, J, lo, LpMode::all_keys_interior);
+            if (lp && lp->float_value < best) {
+                best = lp->float_value;
+                pick = c;
+            }
+        }
+        if (!(best < so.admit)) break;
+        I.push_back(pick);
+        greedy.push_back(pick);
+    }
+    INFO("exact greedy: " << greedy.size() << " adds");
+    REQUIRE(greedy.size() >= 4);
+    CHECK(joined(so) == greedy);
+    SearchOptions first_fit = so;
+    first_fit.exact_adds = false;
+    CHECK(joined(first_fit) != greedy);
 }
 
 TEST_CASE("neumann_local_search: restarts never lose the first search's set", "[bracket]") {

@@ -257,6 +257,12 @@ struct SearchOptions {
     // it where the instance has no causal order; restarts above
     // restart_all_rows always score this way.
     bool score_least_norm = false;
+    // Every add refines the best refine_top outsiders by the exact LP (where
+    // `exact` applies) and the best of them joins, instead of the first
+    // whose score is admissible: a best-add greedy on the exact value at the
+    // cost of refine_top LPs per add.  The restarts set it where n is at
+    // most restart_all_rows (docs/producer.md, "Restarts").
+    bool exact_adds = false;
     std::size_t swap_out = 4;   // rows of I (least dual weight) tried out per round
     std::size_t swap_in = 4;    // best-scored outsiders tried in for each
     double admit = 0.99;        // a row joins when its PDHG value is below this
