@@ -1179,6 +1179,67 @@ TEST_CASE("smooth_factor: success is decided in double precision, and the report
     CHECK(!smooth_factor(A, Uk, Wk, 1e-3, so));
 }
 
+TEST_CASE("lad_lp: least absolute deviations exactly (the median; never above IRLS)", "[bracket]") {
+    // One constant column: the minimiser of sum_j |a_j - u| is the median.
+    Mat ones = Mat::Ones(5, 1);
+    Vec a(5);
+    a << 1, 2, 10, -4, 3;
+    auto u = lad_lp(ones, a);
+    REQUIRE(u);
+    CHECK(std::abs((*u)[0] - 2) < 1e-9);
+    // A random 30 x 4 fit: the LP optimum is never above the IRLS fit's
+    // error, and no coordinate step improves it.
+    std::mt19937_64 gen(3);
+    std::normal_distribution<double> g(0.0, 1.0);
+    Mat W(30, 4);
+    Vec b(30);
+    for (Eigen::Index j = 0; j < 30; ++j) {
+        for (int c = 0; c < 4; ++c) W(j, c) = g(gen);
+        b[j] = g(gen);
+    }
+    auto x = lad_lp(W, b);
+    REQUIRE(x);
+    const auto l1 = [&](const Vec& v) { return (b - W * v).cwiseAbs().sum(); };
+    const double best = l1(*x);
+    CHECK(best <= l1(lad_fit(W, b, Vec::Zero(4), 50)) + 1e-9);
+    for (int c = 0; c < 4; ++c)
+        for (double h : {1e-4, -1e-4}) {
+            Vec y = *x;
+            y[c] += h;
+            CHECK(l1(y) >= best - 1e-12);
+        }
+}
+
+TEST_CASE("smooth_factor: a near miss whose rows can be refitted exactly is polished to success", "[bracket]") {
+    // A = U0 W0^T has rank 2; the start (U0 with row 2 moved, W0) misses
+    // the target by 1% on row 2 only.  No L-BFGS step is taken
+    // (iterations 0), so only the exact row refit (lad_lp with W fixed,
+    // which recovers row 2 of U0: error 0) can meet the target.  Without
+    // the polish there is no candidate.
+    Mat U0(6, 2), W0(8, 2);
+    U0 << 1, 0, 0, 1, 0.5, 0.5, 0.2, 0.7, 0.9, 0.1, 0.3, 0.3;
+    W0 << 0.1, 0.2, 0.3, 0.1, 0.05, 0.25, 0.2, 0.2, 0.15, 0.05, 0.1, 0.1, 0.05, 0.05, 0.05, 0.04;
+    const Mat A = U0 * W0.transpose();
+    Mat U = U0;
+    U.row(2) += Eigen::RowVector2d(0.02, -0.01);
+    const double miss = (A - U * W0.transpose()).cwiseAbs().rowwise().sum().maxCoeff();
+    REQUIRE(miss > 0);
+    const double target = miss / 1.01;
+    SmoothOptions so;
+    so.iterations = 0;
+    auto fc = smooth_factor(A, U, W0, target, so);
+    REQUIRE(fc);
+    const double e = (A - fc->U * fc->W.transpose()).cwiseAbs().rowwise().sum().maxCoeff();
+    CHECK(e <= target);
+    CHECK(fc->float_error == e);
+    CHECK((fc->U.row(2) - U0.row(2)).norm() < 1e-9);
+    so.polish_within = 0;
+    CHECK(!smooth_factor(A, U, W0, target, so));
+    // A miss beyond polish_within is not polished.
+    so.polish_within = 1.005;
+    CHECK(!smooth_factor(A, U, W0, target, so));
+}
+
 TEST_CASE("smooth_factor: a failed search hands back its closest miss, and kick_factor starts near it", "[bracket]") {
     // best_miss receives the iterate whose worst row error is the least the
     // search reached (the value best_error reports), and only when it beats

@@ -6,6 +6,8 @@
 
 #include "rankcert/producer/linalg.hpp"
 
+#include <glpk.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -106,6 +108,52 @@ Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations) {
         delta = std::max(delta * 0.5, 1e-15);
     }
     return best;
+}
+
+std::optional<Vec> lad_lp(const Mat& W, const Vec& a) {
+    // Columns: u (k, free), then t (N, >= 0), minimising sum t subject to
+    // W_j u + t_j >= a_j and -W_j u + t_j >= -a_j for every j.
+    const int k = static_cast<int>(W.cols()), N = static_cast<int>(W.rows());
+    if (k == 0) return Vec(0);
+    glp_prob* lp = glp_create_prob();
+    glp_set_obj_dir(lp, GLP_MIN);
+    glp_add_cols(lp, k + N);
+    for (int c = 1; c <= k; ++c) glp_set_col_bnds(lp, c, GLP_FR, 0, 0);
+    for (int j = 1; j <= N; ++j) {
+        glp_set_col_bnds(lp, k + j, GLP_LO, 0, 0);
+        glp_set_obj_coef(lp, k + j, 1);
+    }
+    glp_add_rows(lp, 2 * N);
+    std::vector<int> ia(1), ja(1);
+    std::vector<double> ar(1);
+    for (int j = 0; j < N; ++j) {
+        for (int s = 0; s < 2; ++s) {
+            const int row = 2 * j + s + 1;
+            const double sign = s == 0 ? 1 : -1;
+            glp_set_row_bnds(lp, row, GLP_LO, sign * a[j], 0);
+            for (int c = 0; c < k; ++c) {
+                if (W(j, c) == 0) continue;
+                ia.push_back(row);
+                ja.push_back(c + 1);
+                ar.push_back(sign * W(j, c));
+            }
+            ia.push_back(row);
+            ja.push_back(k + j + 1);
+            ar.push_back(1);
+        }
+    }
+    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
+    glp_smcp parm;
+    glp_init_smcp(&parm);
+    parm.msg_lev = GLP_MSG_OFF;
+    parm.meth = GLP_DUALP;
+    std::optional<Vec> u;
+    if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT) {
+        u = Vec(k);
+        for (int c = 0; c < k; ++c) (*u)[c] = glp_get_col_prim(lp, c + 1);
+    }
+    glp_delete_prob(lp);
+    return u;
 }
 
 UpperSearch::UpperSearch(const Mat& A, const UpperOptions& opt) : A_(A), opt_(opt) {

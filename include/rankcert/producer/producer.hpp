@@ -127,6 +127,10 @@ struct SmoothOptions {
     // The smoothing stage to begin with (0: the smoothest; 2: tau = 100),
     // for a start that is already near a minimum.
     int first_stage = 0;
+    // A search that ends with its best worst row error within this factor of
+    // the target refits the rows above the target exactly (lad_lp, W kept)
+    // before it gives up (smooth.cpp, "polish"); 0: never.
+    double polish_within = 1.02;
 };
 // A factor of U's rank whose worst row error, in double precision, is <= target
 // (the search itself runs its products in single precision), started from
@@ -151,6 +155,9 @@ void kick_factor(const Mat& U, const Mat& W, int count, std::uint64_t seed, Mat&
 
 // min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
 Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
+// The same minimum by an LP (GLPK simplex): exact up to the solver's
+// tolerances; nothing when GLPK fails.
+std::optional<Vec> lad_lp(const Mat& W, const Vec& a);
 
 // ---- lower bounds ------------------------------------------------------------
 struct NeumannCandidate {
