@@ -110,7 +110,7 @@ Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations) {
     return best;
 }
 
-std::optional<Vec> lad_lp(const Mat& W, const Vec& a) {
+std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds) {
     // Columns: u (k, free), then t (N, >= 0), minimising sum t subject to
     // W_j u + t_j >= a_j and -W_j u + t_j >= -a_j for every j.
     const int k = static_cast<int>(W.cols()), N = static_cast<int>(W.rows());
@@ -147,6 +147,7 @@ std::optional<Vec> lad_lp(const Mat& W, const Vec& a) {
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.meth = GLP_DUALP;
+    if (seconds > 0) parm.tm_lim = static_cast<int>(std::min(seconds * 1000, 1e9));
     std::optional<Vec> u;
     if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT) {
         u = Vec(k);

@@ -155,9 +155,9 @@ void kick_factor(const Mat& U, const Mat& W, int count, std::uint64_t seed, Mat&
 
 // min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
 Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
-// The same minimum by an LP (GLPK simplex): exact up to the solver's
-// tolerances; nothing when GLPK fails.
-std::optional<Vec> lad_lp(const Mat& W, const Vec& a);
+// The same minimum by an LP (GLPK dual simplex): exact up to the solver's
+// tolerances; nothing when GLPK fails or `seconds` (> 0) run out.
+std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds = 0);
 
 // ---- lower bounds ------------------------------------------------------------
 struct NeumannCandidate {
