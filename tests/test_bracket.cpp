@@ -1202,6 +1202,10 @@ TEST_CASE("lad_lp: least absolute deviations exactly (the median; never above IR
     const auto l1 = [&](const Vec& v) { return (b - W * v).cwiseAbs().sum(); };
     const double best = l1(*x);
     CHECK(best <= l1(lad_fit(W, b, Vec::Zero(4), 50)) + 1e-9);
+    // Non-finite data: no fit (GLPK would abort on a NaN bound).
+    Vec bad = b;
+    bad[3] = NAN;
+    CHECK(!lad_lp(W, bad));
     for (int c = 0; c < 4; ++c)
         for (double h : {1e-4, -1e-4}) {
             Vec y = *x;

@@ -115,6 +115,7 @@ std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds) {
     // W_j u + t_j >= a_j and -W_j u + t_j >= -a_j for every j.
     const int k = static_cast<int>(W.cols()), N = static_cast<int>(W.rows());
     if (k == 0) return Vec(0);
+    if (!W.allFinite() || !a.allFinite()) return std::nullopt;  // (GLPK aborts on a non-finite bound)
     glp_prob* lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, k + N);
