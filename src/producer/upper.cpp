@@ -110,19 +110,19 @@ Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations) {
     return best;
 }
 
-std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds) {
-    // Columns: u (k, free), then t (N, >= 0), minimising sum t subject to
-    // W_j u + t_j >= a_j and -W_j u + t_j >= -a_j for every j.
+std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds, const Vec* weights) {
+    // Columns: u (k, free), then t (N, >= 0), minimising sum_j w_j t_j
+    // subject to W_j u + t_j >= a_j and -W_j u + t_j >= -a_j for every j.
     const int k = static_cast<int>(W.cols()), N = static_cast<int>(W.rows());
     if (k == 0) return Vec(0);
-    if (!W.allFinite() || !a.allFinite()) return std::nullopt;  // (GLPK aborts on a non-finite bound)
+    if (!W.allFinite() || !a.allFinite() || (weights && !weights->allFinite())) return std::nullopt;  // (GLPK aborts on a non-finite bound)
     glp_prob* lp = glp_create_prob();
     glp_set_obj_dir(lp, GLP_MIN);
     glp_add_cols(lp, k + N);
     for (int c = 1; c <= k; ++c) glp_set_col_bnds(lp, c, GLP_FR, 0, 0);
     for (int j = 1; j <= N; ++j) {
         glp_set_col_bnds(lp, k + j, GLP_LO, 0, 0);
-        glp_set_obj_coef(lp, k + j, 1);
+        glp_set_obj_coef(lp, k + j, weights ? (*weights)[j - 1] : 1.0);
     }
     glp_add_rows(lp, 2 * N);
     std::vector<int> ia(1), ja(1);

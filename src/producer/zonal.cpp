@@ -12,8 +12,6 @@
 #include "rankcert/producer/construct.hpp"
 #include "rankcert/producer/producer.hpp"
 
-#include <glpk.h>
-
 #include <cmath>
 
 namespace rankcert::producer {
@@ -26,55 +24,22 @@ constexpr double kPi = 3.14159265358979323846;
 // Returns the coefficients (empty on LP failure) and the weighted value
 // relative to sum_m w_m f_m.
 std::vector<double> weighted_l1_fit(int d, double sigma, std::size_t p, std::size_t M, double& rel) {
-    std::vector<double> th(M), w(M), f(M);
+    const auto nc = static_cast<Eigen::Index>(p + 1), nu = static_cast<Eigen::Index>(M);
+    Mat T(nu, nc);
+    Vec w(nu), f(nu);
     double fw = 0;
-    for (std::size_t m = 0; m < M; ++m) {
-        th[m] = (static_cast<double>(m) + 0.5) * kPi / static_cast<double>(M);
-        w[m] = std::pow(std::sin(th[m]), d - 2);
-        f[m] = std::exp(sigma * (std::cos(th[m]) - 1));
+    for (Eigen::Index m = 0; m < nu; ++m) {
+        const double th = (static_cast<double>(m) + 0.5) * kPi / static_cast<double>(M);
+        w[m] = std::pow(std::sin(th), d - 2);
+        f[m] = std::exp(sigma * (std::cos(th) - 1));
         fw += w[m] * f[m];
+        for (Eigen::Index k = 0; k < nc; ++k) T(m, k) = std::cos(static_cast<double>(k) * th);
     }
-    glp_prob* lp = glp_create_prob();
-    glp_set_obj_dir(lp, GLP_MIN);
-    const int nc = static_cast<int>(p + 1), nu = static_cast<int>(M);
-    glp_add_cols(lp, nc + nu);
-    for (int c = 1; c <= nc; ++c) glp_set_col_bnds(lp, c, GLP_FR, 0, 0);
-    for (int u = 1; u <= nu; ++u) {
-        glp_set_col_bnds(lp, nc + u, GLP_LO, 0, 0);
-        glp_set_obj_coef(lp, nc + u, w[u - 1] / fw);
-    }
-    // u_m - (f_m - g_m) >= 0 and u_m + (f_m - g_m) >= 0, i.e.
-    // g_m + u_m >= f_m and -g_m + u_m >= -f_m.
-    glp_add_rows(lp, 2 * nu);
-    std::vector<int> ia(1), ja(1);
-    std::vector<double> ar(1);
-    for (int m = 0; m < nu; ++m) {
-        for (int s = 0; s < 2; ++s) {
-            const int row = 2 * m + s + 1;
-            const double sign = s == 0 ? 1 : -1;
-            glp_set_row_bnds(lp, row, GLP_LO, sign * f[static_cast<std::size_t>(m)], 0);
-            for (int k = 0; k < nc; ++k) {
-                ia.push_back(row);
-                ja.push_back(k + 1);
-                ar.push_back(sign * std::cos(k * th[static_cast<std::size_t>(m)]));
-            }
-            ia.push_back(row);
-            ja.push_back(nc + m + 1);
-            ar.push_back(1);
-        }
-    }
-    glp_load_matrix(lp, static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
-    glp_smcp parm;
-    glp_init_smcp(&parm);
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.meth = GLP_DUALP;
-    std::vector<double> c;
-    if (glp_simplex(lp, &parm) == 0 && glp_get_status(lp) == GLP_OPT) {
-        rel = glp_get_obj_val(lp);
-        for (int k = 1; k <= nc; ++k) c.push_back(glp_get_col_prim(lp, k));
-    }
-    glp_delete_prob(lp);
-    return c;
+    w /= fw;
+    const auto c = lad_lp(T, f, 0, &w);  // (upper.cpp: the LP of a least-absolute-deviation fit)
+    if (!c) return {};
+    rel = w.dot((f - T * *c).cwiseAbs());
+    return std::vector<double>(c->data(), c->data() + c->size());
 }
 
 // The largest float row error sum_j |e^{sigma (t_ij - 1)} - g(t_ij)| / sum_j e^{sigma (t_ij - 1)}.

@@ -155,9 +155,10 @@ void kick_factor(const Mat& U, const Mat& W, int count, std::uint64_t seed, Mat&
 
 // min_u ||a - W u||_1 by iteratively reweighted least squares, started at x0.
 Vec lad_fit(const Mat& W, const Vec& a, const Vec& x0, int iterations);
-// The same minimum by an LP (GLPK dual simplex): exact up to the solver's
-// tolerances; nothing when GLPK fails or `seconds` (> 0) run out.
-std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds = 0);
+// The same minimum by an LP (GLPK dual simplex), or with `weights` that of
+// sum_j w_j |a_j - (W u)_j|: exact up to the solver's tolerances; nothing
+// when GLPK fails, the data are not finite or `seconds` (> 0) run out.
+std::optional<Vec> lad_lp(const Mat& W, const Vec& a, double seconds = 0, const Vec* weights = nullptr);
 
 // ---- lower bounds ------------------------------------------------------------
 struct NeumannCandidate {
