@@ -480,6 +480,39 @@ TEST_CASE("neumann_smooth_grow with PDHG standing in for the LP admits rows, and
     CHECK(smooth->float_value < 1);
 }
 
+TEST_CASE("neumann_smooth_grow on PDHG: bordered inverses alone admit rows, and the value is the certificate's", "[bracket]") {
+    // With no PDHG step per candidate (pdhg_candidate_iterations 0), a row
+    // can only join through its bordered right inverse (A_I R kept, row c
+    // exact).  On the banded head, where R has slack after the start, that
+    // must still admit rows, and the value the growth reports must be the
+    // one the certificate's own R gives.
+    const Mat A = causal_exp_head(40, 2);
+    LowerOptions lo;
+    lo.lp_reopt_size = 1;
+    lo.pdhg_min_rows = 1;
+    lo.pdhg_candidate_iterations = 0;
+    const Deadline dl = Deadline{}.within(20);
+    auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    REQUIRE(grown);
+    INFO(grown->rows.size() << " rows, value " << grown->float_value);
+    CHECK(grown->rows.size() > 4);
+    CHECK(grown->float_value < 1);
+    CHECK(grown->float_value == Approx(neumann_float_value(A, 0.1, grown->rows, grown->r, grown->N)).epsilon(1e-12));
+    // neumann_value_dense is the same quantity on the dense R.
+    Mat R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(grown->rows.size()));
+    for (const auto& e : grown->r) R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+    Mat AI(static_cast<Eigen::Index>(grown->rows.size()), A.cols());
+    for (std::size_t t = 0; t < grown->rows.size(); ++t) AI.row(static_cast<Eigen::Index>(t)) = A.row(static_cast<Eigen::Index>(grown->rows[t]));
+    CHECK(neumann_value_dense(AI, 0.1, R) == Approx(grown->float_value).epsilon(1e-12));
+    // Turned off, PDHG runs its 0 steps and returns the bordered inverse's
+    // value itself: the switch only decides whether PDHG runs, so the rows
+    // are the same.
+    lo.pdhg_bordered_first = false;
+    auto off = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    REQUIRE(off);
+    CHECK(off->rows == grown->rows);
+}
+
 TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the top-8 support", "[bracket]") {
     // A diffuse causal head (weights exp(-|i - j| / 6) on j <= i): each row
     // spreads over more than eight keys, so the all-keys LP has strictly more

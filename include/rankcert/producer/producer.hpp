@@ -208,6 +208,8 @@ struct LowerOptions {
     int pdhg_iterations = 3000;    // neumann_smooth_grow: where the exact LP is out of reach, the same LP by PDHG
                                    // (neumann_pdhg) with at most this many steps (0: never)
     int pdhg_candidate_iterations = 400;  // neumann_smooth_grow: PDHG steps per candidate row where PDHG stands in
+    bool pdhg_bordered_first = true;      // ... unless the bordered right inverse alone is below the admission level
+    double pdhg_candidate_slack = 0.01;   // ... stopping once within this of the set's value before the candidate (0: all steps)
     std::size_t pdhg_min_rows = 257;      // neumann_smooth_grow: PDHG stands in for the LP on instances with this many
                                           // rows or more (measured at 512 tokens only; smaller ones keep the smooth path)
     int smooth_start_iterations = 1600;  // neumann_smooth_grow: a longer search for slack at the start where there is no LP
@@ -338,6 +340,9 @@ std::optional<NeumannCandidate> neumann_smooth_polish(const Mat& A, double eps, 
 // the last dual point, for a warm start of the next run.
 double neumann_pdhg(const Mat& AI, double eps, Mat& R, int iterations, double enough, const Deadline& dl,
                     Mat* dual = nullptr);
+// The float value delta + eps rho of a dense right inverse R (N x m) for the
+// rows AI (m x N): ||I - AI R||_inf + eps ||R||_inf.
+double neumann_value_dense(const Mat& AI, double eps, const Mat& R);
 // A right inverse for fixed rows I by ADMM (neumann_smooth.cpp): R with
 // every row's l1 norm at most target / eps and A_I R as close to I as
 // `iterations` steps get; nullopt unless delta + eps rho ends below
