@@ -169,8 +169,8 @@ int bracket_main(int argc, char** argv) {
     app.add_option("--lp-budget", lp_budget, "Seconds of LP growth per eps (default 4)");
     double time_budget = 0, eps_budget = 0;
     app.add_option("--time-budget", time_budget,
-                   "Seconds for the whole run (default: 20 per eps at 512 tokens, growing like the token count, "
-                   "at most 450); the first bracket at every eps is always completed")
+                   "Seconds for the whole run (default per eps: 20, or 0.07 per token where that is more, "
+                   "i.e. 36 at 512 tokens; at most 450 in all); the first bracket at every eps is always completed")
         ->check(seconds_check());
     app.add_option("--eps-budget", eps_budget, "At most this many seconds of factor search per eps")
         ->check(seconds_check());

@@ -386,11 +386,17 @@ Bundle parse_instance(const json& instance_json, const std::string& dir, const s
 }
 
 double default_time_budget(std::uint64_t n, std::uint64_t N, std::size_t eps_count) {
-    // 20 s per eps at 512 x 512, growing like sqrt(n N), at most 450 s: at
-    // 4096 tokens the SVD, the checks and the step under way when the budget
-    // ends add about two minutes, and the whole run should stay within ten.
-    const double size = std::sqrt(static_cast<double>(n) * static_cast<double>(N)) / 512.0;
-    return std::min(450.0, 20.0 * static_cast<double>(eps_count) * std::max(1.0, size));
+    // Per eps 20 s, or 70 ms per token (sqrt(n N)) where that is more: 20 s
+    // up to 286 tokens, 36 s at 512, so a 512-token head at three eps stays
+    // within two minutes.  Until 2026-12-07 it was 20 s up to 512 tokens;
+    // there both ends were still moving when it ended (fresh seed 25, 405
+    // tokens, 8 heads at eps 0.1, 20 s -> 32 s: L +24, U -16 in sum; six
+    // full512 heads, 20 s -> 36 s: U -37, L +8, median U/L 1.51 -> 1.46).
+    // At most 450 s in all: at 4096 tokens the SVD, the checks and the step
+    // under way when the budget ends add about two minutes, and the whole
+    // run should stay within ten.
+    const double tokens = std::sqrt(static_cast<double>(n) * static_cast<double>(N));
+    return std::min(450.0, static_cast<double>(eps_count) * std::max(20.0, 0.07 * tokens));
 }
 
 std::vector<BracketResult> run_bracket(const json& instance_json, const BracketOptions& opt) {
