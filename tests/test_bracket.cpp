@@ -513,6 +513,38 @@ TEST_CASE("neumann_smooth_grow on PDHG: bordered inverses alone admit rows, and 
     CHECK(off->rows == grown->rows);
 }
 
+TEST_CASE("neumann_smooth_grow on PDHG: a rejection on spent slack runs the restore, and no fewer rows join", "[bracket]") {
+    // Bordered inverses only (no PDHG step per candidate): each row that
+    // joins spends slack, so the first rejection comes with the value well
+    // above the start's.  The restore (PDHG on the set) must then run (on
+    // this head the set is already near its optimum, so it gains nothing;
+    // at 512 tokens it did), and the growth must end with at least as many
+    // rows as without it.  Everything here is deterministic (the growth ends by
+    // itself long before the deadline).
+    const Mat A = causal_exp_head(40, 6);
+    LowerOptions lo;
+    lo.lp_reopt_size = 0;  // one pass, as in phase 2 (no end-of-pass re-optimisation to stand in for the restore)
+    lo.pdhg_min_rows = 1;
+    lo.pdhg_candidate_iterations = 0;
+    std::vector<std::string> log;
+    lo.progress = [&](const std::string& s) { log.push_back(s); };
+    const Deadline dl = Deadline{}.within(60);
+    auto with = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    const auto restores = std::count_if(log.begin(), log.end(), [](const std::string& s) { return s.find("restored") != std::string::npos; });
+    log.clear();
+    lo.pdhg_restore_gap = 0;
+    auto without = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    const auto restores_off = std::count_if(log.begin(), log.end(), [](const std::string& s) { return s.find("restored") != std::string::npos; });
+    REQUIRE(with);
+    REQUIRE(without);
+    INFO("with restores " << with->rows.size() << " rows (" << restores << " restores), without " << without->rows.size());
+    CHECK(restores > 0);
+    CHECK(restores_off == 0);
+    CHECK(with->rows.size() >= without->rows.size());
+    CHECK(with->float_value < 1);
+    CHECK(with->float_value == Approx(neumann_float_value(A, 0.1, with->rows, with->r, with->N)).epsilon(1e-12));
+}
+
 TEST_CASE("neumann_lp over all keys (interior point) is never worse than on the top-8 support", "[bracket]") {
     // A diffuse causal head (weights exp(-|i - j| / 6) on j <= i): each row
     // spreads over more than eight keys, so the all-keys LP has strictly more

@@ -271,6 +271,11 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
     // 0.958 from the smooth search, 0.895 after 3000 PDHG steps in 11 s),
     // and candidates tried with little slack failed for 100 s.
     if (pdhg_mode) reoptimise(I, R, v);
+    // The value after the last PDHG run on the set itself, and the set's
+    // size then: the cheaper candidate tests spend that slack, and a
+    // rejection with the slack spent restores it (below).
+    double v_restored = v;
+    std::size_t size_at_restore = I.size();
     // With PDHG every candidate re-optimises the whole R, so the admission
     // needs less margin than the smooth search's.
     const double pdhg_admit = 0.99;
@@ -461,6 +466,27 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
             stale = true;
         } else {
             rejected.push_back({v2, c});
+            // A rejection after rows joined on spent slack: PDHG on the set
+            // (warm) brings the value back towards where it was, the clock of
+            // the stall rule restarts, and the growth goes on with the next
+            // candidates (the one just rejected was measured to fail again
+            // from the restored R, 0.994 -> 0.995).  Without it the growth at 512 tokens stopped at the
+            // first rejection after its cheap admissions (full512 L3 H0, eps
+            // 0.1: 74 -> 81 rows at 0.907, then one candidate at 0.994 and
+            // the stall rule).
+            if (pdhg_mode && opt.pdhg_restore_gap > 0 && I.size() > size_at_restore && v > v_restored + opt.pdhg_restore_gap &&
+                !dl.expired()) {
+                const double before = v;
+                const double v3 = neumann_pdhg(AI, eps, R, opt.pdhg_iterations / 3, v_restored, dl.within(0.25 * dl.left()), &Ypd);
+                if (v3 < v) v = v3;
+                if (opt.progress)
+                    opt.progress("neumann pdhg: " + std::to_string(I.size()) + " rows restored, " + std::to_string(before) + " -> " +
+                                 std::to_string(v));
+                v_restored = v;
+                size_at_restore = I.size();
+                last_admitted = std::chrono::steady_clock::now();
+                stale = true;  // (by residual: the order from the new R; rows rejected stay tried)
+            }
         }
     }
     if (by_res && rejected_rows) {  // tried (in this pass or, skipped, in an earlier call) and not admitted

@@ -210,6 +210,8 @@ struct LowerOptions {
     int pdhg_candidate_iterations = 400;  // neumann_smooth_grow: PDHG steps per candidate row where PDHG stands in
     bool pdhg_bordered_first = true;      // ... unless the bordered right inverse alone is below the admission level
     double pdhg_candidate_slack = 0.01;   // ... stopping once within this of the set's value before the candidate (0: all steps)
+    double pdhg_restore_gap = 0.03;       // ... and a rejection once the value rose this much since the last PDHG run on
+                                          // the set runs PDHG on the set again (0: never)
     std::size_t pdhg_min_rows = 257;      // neumann_smooth_grow: PDHG stands in for the LP on instances with this many
                                           // rows or more (measured at 512 tokens only; smaller ones keep the smooth path)
     int smooth_start_iterations = 1600;  // neumann_smooth_grow: a longer search for slack at the start where there is no LP
