@@ -470,10 +470,10 @@ std::optional<NeumannCandidate> neumann_smooth_grow(const Mat& A, double eps, co
             // (warm) brings the value back towards where it was, the clock of
             // the stall rule restarts, and the growth goes on with the next
             // candidates (the one just rejected was measured to fail again
-            // from the restored R, 0.994 -> 0.995).  Without it the growth at 512 tokens stopped at the
-            // first rejection after its cheap admissions (full512 L3 H0, eps
-            // 0.1: 74 -> 81 rows at 0.907, then one candidate at 0.994 and
-            // the stall rule).
+            // from the restored R, 0.994 -> 0.995).  Without it the growth
+            // at 512 tokens stopped at the first rejection after its cheap
+            // admissions (full512 L3 H0, eps 0.1: 74 -> 81 rows at 0.907,
+            // then one candidate at 0.994 and the stall rule).
             if (pdhg_mode && opt.pdhg_restore_gap > 0 && I.size() > size_at_restore && v > v_restored + opt.pdhg_restore_gap &&
                 !dl.expired()) {
                 const double before = v;
@@ -686,6 +686,12 @@ void project_l1inf(Mat& V, double r, std::vector<double>& sorted, std::vector<do
 
 }  // namespace
 
+double neumann_value_dense(const Mat& AI, double eps, const Mat& R) {
+    Mat D = -(AI * R);
+    D.diagonal().array() += 1.0;
+    return max_row_l1(D) + eps * R.cwiseAbs().rowwise().sum().maxCoeff();
+}
+
 // The Neumann LP min_R ||I - A_I R||_inf + eps ||R||_inf as the saddle point
 // min_R max_Y <Y, I - A_I R> + eps ||R||_inf over ||Y||_(1,inf) <= 1 (the
 // dual of the max-row-l1 norm is the sum of the rows' max norms), solved by
@@ -701,12 +707,6 @@ void project_l1inf(Mat& V, double r, std::vector<double>& sorted, std::vector<do
 // 10 times larger than dual ones did best (0.945 / 0.941 / 0.929 / 0.921 /
 // 0.923 at ratios 0.1 / 0.3 / 3 / 10 / 30 after 1000 steps); omega below
 // is that ratio.
-double neumann_value_dense(const Mat& AI, double eps, const Mat& R) {
-    Mat D = -(AI * R);
-    D.diagonal().array() += 1.0;
-    return max_row_l1(D) + eps * R.cwiseAbs().rowwise().sum().maxCoeff();
-}
-
 double neumann_pdhg(const Mat& AI, double eps, Mat& R, int iterations, double enough, const Deadline& dl, Mat* dual) {
     const auto m = AI.rows();
     if (m == 0 || R.rows() != AI.cols() || R.cols() != m) return INFINITY;
