@@ -459,14 +459,21 @@ TEST_CASE("neumann_smooth_grow: rows are admitted, and the stall rule ends the g
     REQUIRE((!stalled || stalled->rows.size() <= 2));
 }
 
-TEST_CASE("neumann_smooth_grow with PDHG standing in for the LP admits rows, and its certificate holds", "[bracket]") {
-    // lp_reopt_size 1: every row set counts as too large for the exact LP,
-    // and pdhg_min_rows 1 lets PDHG stand in (the 512-token path): it
-    // re-optimises R and tests the candidates.
-    const Mat A = causal_exp_head(40, 2);
+// Options that put neumann_smooth_grow on its PDHG path (the 512-token one)
+// on a small head: every row set counts as too large for the exact LP
+// (lp_reopt_size 1; 0 also drops the end-of-pass re-optimisation, one pass as
+// in phase 2), and pdhg_min_rows 1 lets PDHG stand in.
+static LowerOptions pdhg_growth_options(double lp_reopt_size = 1) {
     LowerOptions lo;
-    lo.lp_reopt_size = 1;
+    lo.lp_reopt_size = lp_reopt_size;
     lo.pdhg_min_rows = 1;
+    return lo;
+}
+
+TEST_CASE("neumann_smooth_grow with PDHG standing in for the LP admits rows, and its certificate holds", "[bracket]") {
+    // PDHG re-optimises R and tests the candidates.
+    const Mat A = causal_exp_head(40, 2);
+    LowerOptions lo = pdhg_growth_options();
     const Deadline dl = Deadline{}.within(20);
     auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
     REQUIRE(grown);
@@ -487,9 +494,7 @@ TEST_CASE("neumann_smooth_grow on PDHG: bordered inverses alone admit rows, and 
     // must still admit rows, and the value the growth reports must be the
     // one the certificate's own R gives.
     const Mat A = causal_exp_head(40, 2);
-    LowerOptions lo;
-    lo.lp_reopt_size = 1;
-    lo.pdhg_min_rows = 1;
+    LowerOptions lo = pdhg_growth_options();
     lo.pdhg_candidate_iterations = 0;
     const Deadline dl = Deadline{}.within(20);
     auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
@@ -501,9 +506,7 @@ TEST_CASE("neumann_smooth_grow on PDHG: bordered inverses alone admit rows, and 
     // neumann_value_dense is the same quantity on the dense R.
     Mat R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(grown->rows.size()));
     for (const auto& e : grown->r) R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
-    Mat AI(static_cast<Eigen::Index>(grown->rows.size()), A.cols());
-    for (std::size_t t = 0; t < grown->rows.size(); ++t) AI.row(static_cast<Eigen::Index>(t)) = A.row(static_cast<Eigen::Index>(grown->rows[t]));
-    CHECK(neumann_value_dense(AI, 0.1, R) == Approx(grown->float_value).epsilon(1e-12));
+    CHECK(neumann_value_dense(rows_of(A, grown->rows), 0.1, R) == Approx(grown->float_value).epsilon(1e-12));
     // Turned off, PDHG runs its 0 steps and returns the bordered inverse's
     // value itself: the switch only decides whether PDHG runs, so the rows
     // are the same.
@@ -522,9 +525,7 @@ TEST_CASE("neumann_smooth_grow on PDHG: a rejection on spent slack runs the rest
     // rows as without it.  Everything here is deterministic (the growth ends by
     // itself long before the deadline).
     const Mat A = causal_exp_head(40, 6);
-    LowerOptions lo;
-    lo.lp_reopt_size = 0;  // one pass, as in phase 2 (no end-of-pass re-optimisation to stand in for the restore)
-    lo.pdhg_min_rows = 1;
+    LowerOptions lo = pdhg_growth_options(0);  // one pass, as in phase 2: no end-of-pass re-optimisation stands in for the restore
     lo.pdhg_candidate_iterations = 0;
     std::vector<std::string> log;
     lo.progress = [&](const std::string& s) { log.push_back(s); };
