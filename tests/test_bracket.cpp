@@ -968,7 +968,9 @@ TEST_CASE("neumann_local_search: the moves depend on the batch, not on the threa
     // far away, one and two threads must make the same moves (the same
     // number of sets valued, adds and swaps) and end at the same set with
     // the same R, on a causal head (PDHG scores) and on sink grids
-    // (least-norm scores, greedy starts, swaps).  Batches of 1 and 2 value
+    // (least-norm scores, greedy starts, swaps).  All three are small enough
+    // (rows x keys <= 2500) for the refines to be exact LPs, which share the
+    // threads too (GLPK per thread).  Batches of 1 and 2 value
     // 694 and 696 sets on the 5 x 5 grid, so a batch that followed the
     // thread count would fail here.
     for (int kind = 0; kind < 3; ++kind) {
@@ -1308,6 +1310,42 @@ TEST_CASE("smooth_factor: a near miss whose rows can be refitted exactly is poli
     // A miss beyond polish_within is not polished.
     so.polish_within = 1.005;
     CHECK(!smooth_factor(A, U, W0, target, so));
+}
+
+TEST_CASE("smooth_factor: a near miss still falling at the last stage's cap gets more steps, and only that", "[bracket]") {
+    // The path is the same with and without extensions up to the last
+    // stage's cap, so an extension can only add successes.  Over a sweep of
+    // targets some search must fail at its cap and succeed in the added
+    // steps (the case the extension exists for), and every extension must
+    // start within extend_within of the target.
+    const Mat A = causal_exp_head(48, 3);
+    Mat Uk, Wk;
+    start_factor(A, A, Mat::Identity(48, 48), 12, 0, Uk, Wk);
+    const double start = (A - Uk * Wk.transpose()).cwiseAbs().rowwise().sum().maxCoeff();
+    int rescued = 0, extensions_seen = 0;
+    for (int t = 0; t < 60; ++t) {
+        const double target = start * (0.66 - 0.001 * t);  // the successes end near 0.62 here
+        SmoothOptions so;
+        so.iterations = 100;  // 20 steps per stage
+        so.polish_within = 0;
+        so.extensions = 0;
+        const bool plain = smooth_factor(A, Uk, Wk, target, so).has_value();
+        so.extensions = 2;
+        bool out_of_steps = false;
+        so.out_of_steps = &out_of_steps;
+        so.progress = [&](const std::string& line) {
+            if (line.find("more steps at ") == std::string::npos) return;
+            ++extensions_seen;
+            const double ratio = std::stod(line.substr(line.find(" at ") + 4));
+            CHECK(ratio <= so.extend_within);
+        };
+        const auto ext = smooth_factor(A, Uk, Wk, target, so);
+        if (plain) CHECK(ext.has_value());  // never a success lost
+        if (ext && !plain) ++rescued;
+        if (ext) CHECK((A - ext->U * ext->W.transpose()).cwiseAbs().rowwise().sum().maxCoeff() <= target * (1 + 1e-12));
+    }
+    CHECK(rescued > 0);
+    CHECK(extensions_seen > 0);
 }
 
 TEST_CASE("smooth_factor: a failed search hands back its closest miss, and kick_factor starts near it", "[bracket]") {

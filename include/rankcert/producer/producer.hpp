@@ -131,6 +131,12 @@ struct SmoothOptions {
     // the target refits the rows above the target exactly (lad_lp, W kept)
     // before it gives up (smooth.cpp, "polish"); 0: never.
     double polish_within = 1.02;
+    // The last stage, ending at its step cap within this factor of the
+    // target and on course to reach it in one more cap at the rate of its
+    // last 50 steps, gets another cap of steps, at most `extensions` times
+    // (smooth.cpp); 0 extensions: never.
+    double extend_within = 1.02;
+    int extensions = 2;
 };
 // A factor of U's rank whose worst row error, in double precision, is <= target
 // (the search itself runs its products in single precision), started from
