@@ -470,17 +470,24 @@ static LowerOptions pdhg_growth_options(double lp_reopt_size = 1) {
     return lo;
 }
 
+// The growth from rows {0, 1} at eps 0.1: more than `more_than` rows, a value
+// below 1, and that value the certificate's own (its R, recomputed).
+static NeumannCandidate grow_certified(const Mat& A, const LowerOptions& lo, const Deadline& dl, std::size_t more_than) {
+    auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
+    REQUIRE(grown);
+    INFO(grown->rows.size() << " rows, value " << grown->float_value);
+    CHECK(grown->rows.size() > more_than);
+    CHECK(grown->float_value < 1);
+    CHECK(grown->float_value == Approx(neumann_float_value(A, 0.1, grown->rows, grown->r, grown->N)).epsilon(1e-12));
+    return *grown;
+}
+
 TEST_CASE("neumann_smooth_grow with PDHG standing in for the LP admits rows, and its certificate holds", "[bracket]") {
     // PDHG re-optimises R and tests the candidates.
     const Mat A = causal_exp_head(40, 2);
     LowerOptions lo = pdhg_growth_options();
     const Deadline dl = Deadline{}.within(20);
-    auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
-    REQUIRE(grown);
-    INFO(grown->rows.size() << " rows, value " << grown->float_value);
-    CHECK(grown->rows.size() > 10);
-    CHECK(grown->float_value < 1);
-    CHECK(grown->float_value == Approx(neumann_float_value(A, 0.1, grown->rows, grown->r, grown->N)).epsilon(1e-12));
+    grow_certified(A, lo, dl, 10);
     lo.pdhg_iterations = 0;  // no PDHG and no exact LP: one smooth pass, as in phase 2
     auto smooth = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
     REQUIRE(smooth);
@@ -497,23 +504,18 @@ TEST_CASE("neumann_smooth_grow on PDHG: bordered inverses alone admit rows, and 
     LowerOptions lo = pdhg_growth_options();
     lo.pdhg_candidate_iterations = 0;
     const Deadline dl = Deadline{}.within(20);
-    auto grown = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
-    REQUIRE(grown);
-    INFO(grown->rows.size() << " rows, value " << grown->float_value);
-    CHECK(grown->rows.size() > 4);
-    CHECK(grown->float_value < 1);
-    CHECK(grown->float_value == Approx(neumann_float_value(A, 0.1, grown->rows, grown->r, grown->N)).epsilon(1e-12));
+    const auto grown = grow_certified(A, lo, dl, 4);
     // neumann_value_dense is the same quantity on the dense R.
-    Mat R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(grown->rows.size()));
-    for (const auto& e : grown->r) R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
-    CHECK(neumann_value_dense(rows_of(A, grown->rows), 0.1, R) == Approx(grown->float_value).epsilon(1e-12));
+    Mat R = Mat::Zero(A.cols(), static_cast<Eigen::Index>(grown.rows.size()));
+    for (const auto& e : grown.r) R(static_cast<Eigen::Index>(e.j), static_cast<Eigen::Index>(e.t)) = e.v;
+    CHECK(neumann_value_dense(rows_of(A, grown.rows), 0.1, R) == Approx(grown.float_value).epsilon(1e-12));
     // Turned off, PDHG runs its 0 steps and returns the bordered inverse's
     // value itself: the switch only decides whether PDHG runs, so the rows
     // are the same.
     lo.pdhg_bordered_first = false;
     auto off = neumann_smooth_grow(A, 0.1, {0, 1}, lo, dl);
     REQUIRE(off);
-    CHECK(off->rows == grown->rows);
+    CHECK(off->rows == grown.rows);
 }
 
 TEST_CASE("neumann_smooth_grow on PDHG: a rejection on spent slack runs the restore, and no fewer rows join", "[bracket]") {
